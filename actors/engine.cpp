@@ -1,0 +1,36 @@
+#include "actors/engine.hpp"
+
+#include "pagedserve/check.hpp"
+
+namespace pagedserve {
+
+engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const model> m,
+               std::shared_ptr<const tokenizer> tok, const engine_config& config)
+    : executor_ex_(ex),
+      config_(config),
+      model_(std::move(m)),
+      tokenizer_(std::move(tok)),
+      stop_ids_{tokenizer_->bos_id(), tokenizer_->eos_id()},
+      kv_(ex, config.kv_blocks, config.block_size),
+      scheduler_(ex,
+                 scheduler_limits{config.max_num_seqs, config.max_num_batched_tokens, model_->config.seq_len},
+                 config.block_size),
+      executor_(model_, executor_options{config.kv_blocks, config.block_size, config.max_num_batched_tokens,
+                                         config.threads, kernels::kernel_table_select(config.kernels)}) {
+  kv_.connect(scheduler_);
+  scheduler_.connect(kv_, executor_);
+  executor_.connect(scheduler_);
+}
+
+int engine::max_sequence_tokens() const {
+  return std::min(model_->config.seq_len, config_.kv_blocks * config_.block_size);
+}
+
+void engine::report_status(std::function<void(engine_status)> done) {
+  // The scheduler's figures first, then the allocator's, each read on its own strand.
+  scheduler_.tell(report_scheduler_status{[this, done = std::move(done)](scheduler_status s) mutable {
+    kv_.tell(report_kv_status{[s, done = std::move(done)](kv_pool_status kv) { done({s, kv}); }});
+  }});
+}
+
+}  // namespace pagedserve

@@ -1,0 +1,56 @@
+#pragma once
+// The engine: the three long-lived actors wired together, plus what every request actor needs
+// (tokenizer, model shape, limits, a request id source). The network edge holds one by reference.
+#include <atomic>
+#include <memory>
+
+#include "actors/executor_actor.hpp"
+#include "actors/kv_allocator_actor.hpp"
+#include "actors/scheduler_actor.hpp"
+#include "pagedserve/config.hpp"
+#include "pagedserve/model.hpp"
+#include "pagedserve/tokenizer.hpp"
+
+namespace pagedserve {
+
+struct engine_status {
+  scheduler_status scheduler;
+  kv_pool_status kv;
+};
+
+class engine {
+ public:
+  // Actors other than the executor run on `ex` (the network io_context); the executor has its own thread.
+  engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const model> m, std::shared_ptr<const tokenizer> tok,
+         const engine_config& config);
+
+  // The network io_context's executor: request actors make their strands on it.
+  const boost::asio::any_io_executor& executor() const { return executor_ex_; }
+  scheduler_actor& scheduler() { return scheduler_; }
+  kv_allocator_actor& kv_allocator() { return kv_; }
+  const model& served_model() const { return *model_; }
+  const tokenizer& vocabulary() const { return *tokenizer_; }
+  const engine_config& config() const { return config_; }
+  request_id next_request_id() { return request_id{next_id_.fetch_add(1) + 1}; }
+  // Tokens one sequence may hold: the model's context, and never more than the whole KV pool.
+  int max_sequence_tokens() const;
+  // Ids that end generation (the model's EOS; llama2.c models stop on BOS, as run.c does).
+  const std::vector<token_id>& stop_token_ids() const { return stop_ids_; }
+
+  // Asks the scheduler and the allocator for their figures; `done` runs once with both, on an
+  // arbitrary strand (post it back to yours).
+  void report_status(std::function<void(engine_status)> done);
+
+ private:
+  boost::asio::any_io_executor executor_ex_;
+  engine_config config_;
+  std::shared_ptr<const model> model_;
+  std::shared_ptr<const tokenizer> tokenizer_;
+  std::vector<token_id> stop_ids_;
+  kv_allocator_actor kv_;
+  scheduler_actor scheduler_;
+  executor_actor executor_;
+  std::atomic<std::uint64_t> next_id_{0};
+};
+
+}  // namespace pagedserve

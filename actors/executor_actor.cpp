@@ -1,0 +1,44 @@
+#include "actors/executor_actor.hpp"
+
+#include "actors/logger.hpp"
+#include "pagedserve/check.hpp"
+
+namespace pagedserve {
+executor_actor::executor_actor(std::shared_ptr<const model> m, const executor_options& o)
+    : actor(context.get_executor()),
+      work_(context.get_executor()),
+      model_(std::move(m)),
+      cache_(model_->config.n_layers, o.n_blocks, o.block_size, model_->config.kv_dim()),
+      forward_(*model_, *o.kernels, o.max_tokens_per_step),
+      arena_(o.threads > 0 ? o.threads : tbb::task_arena::automatic),
+      log_(actor_logger("exec")) {
+  log_->info("KV cache: {} blocks of {} tokens, {:.1f} MiB; kernels {}; arena {} threads", o.n_blocks, o.block_size,
+             cache_.bytes() / 1048576.0, kernels::isa_name(o.kernels->which), arena_.max_concurrency());
+  thread_ = std::thread([this] { context.run(); });
+}
+
+executor_actor::~executor_actor() {
+  work_.reset();
+  context.stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void executor_actor::on(execute_step m) {
+  for (request_id id : m.dropped) samplers_.erase(id);
+  for (const sequence_started& s : m.started) samplers_.insert_or_assign(s.id, sampler(*s.params, s.seed));
+
+  step_executed reply{m.step, {}};
+  reply.sampled.reserve(m.sample_for.size());
+  arena_.execute([&] {
+    float* logits = forward_.run(*m.batch, cache_);
+    const int vocab = model_->config.vocab_size;
+    for (std::size_t r = 0; r < m.sample_for.size(); ++r) {
+      auto it = samplers_.find(m.sample_for[r]);
+      ps_check(it != samplers_.end(), "executor: sampling a sequence it was never told about");
+      reply.sampled.push_back(it->second.sample(logits + r * vocab, vocab));
+    }
+  });
+  scheduler_->tell(std::move(reply));
+}
+
+}  // namespace pagedserve

@@ -1,0 +1,57 @@
+#pragma once
+// ExecutorActor: runs one forward pass per execute_step over the step's flat batch and samples the
+// rows asked for. It runs on its own thread (its own io_context), computing inside a tbb::task_arena,
+// so no kernel ever runs on a network thread. One per device.
+//
+// Mailbox: execute_step (scheduler) -> replies step_executed to the scheduler.
+// State: the KV-cache memory (block ownership is the allocator's), scratch buffers, one sampler per
+// started sequence (kept across preemption so a seeded stream continues where it was).
+#include <spdlog/logger.h>
+#include <tbb/task_arena.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <thread>
+#include <unordered_map>
+
+#include "actors/messages.hpp"
+#include "pagedserve/forward.hpp"
+#include "pagedserve/kv_cache.hpp"
+
+namespace pagedserve {
+
+struct executor_options {
+  int n_blocks = 0;
+  int block_size = 16;
+  int max_tokens_per_step = 512;
+  int threads = 0;  // TBB arena size; 0 = all cores
+  const kernels::kernel_table* kernels = nullptr;
+};
+
+// Holds the executor's own io_context; a base so it exists before the actor's strand is made on it.
+struct executor_thread_context {
+  boost::asio::io_context context{1};
+};
+
+class executor_actor : private executor_thread_context, public actor<executor_actor, executor_mailbox> {
+ public:
+  executor_actor(std::shared_ptr<const model> m, const executor_options& options);
+  ~executor_actor() override;
+  void connect(mailbox_ref<scheduler_mailbox>& scheduler) { scheduler_ = &scheduler; }
+
+  void on(execute_step m);
+
+ private:
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  std::shared_ptr<const model> model_;
+  kv_cache cache_;
+  forward_pass forward_;
+  tbb::task_arena arena_;
+  std::unordered_map<request_id, sampler> samplers_;
+  mailbox_ref<scheduler_mailbox>* scheduler_ = nullptr;
+  std::shared_ptr<spdlog::logger> log_;
+  std::thread thread_;
+};
+
+}  // namespace pagedserve

@@ -1,0 +1,39 @@
+#include "actors/kv_allocator_actor.hpp"
+
+#include "actors/logger.hpp"
+#include "pagedserve/check.hpp"
+
+namespace pagedserve {
+
+kv_allocator_actor::kv_allocator_actor(const boost::asio::any_io_executor& ex, int n_blocks, int block_size)
+    : actor(ex), blocks_(n_blocks, block_size), log_(actor_logger("kv")) {}
+
+void kv_allocator_actor::on(allocate_step m) {
+  step_allocated reply{m.step, std::nullopt, {}};
+  for (std::size_t i = 0; i < m.needs.size(); ++i) {
+    const auto& [seq, n_tokens] = m.needs[i];
+    if (!blocks_.ensure_capacity(seq, n_tokens)) {
+      reply.refused = i;
+      break;
+    }
+    const auto& table = blocks_.table(seq);
+    std::vector<std::int32_t> ids(table.size());
+    for (std::size_t b = 0; b < table.size(); ++b) ids[b] = table[b].value;
+    reply.tables.push_back(std::move(ids));
+  }
+  scheduler_->tell(std::move(reply));
+}
+
+void kv_allocator_actor::on(free_sequences m) {
+  for (request_id id : m.ids) blocks_.free_sequence(id);
+  const auto violation = blocks_.find_invariant_violation();
+  ps_check(!violation, violation ? *violation : "");
+  log_->debug("freed {} sequences, {} of {} blocks free", m.ids.size(), blocks_.n_blocks_free(),
+              blocks_.n_blocks_total());
+}
+
+void kv_allocator_actor::on(report_kv_status m) {
+  m.reply({blocks_.n_blocks_total(), blocks_.n_blocks_free(), blocks_.block_size(), blocks_.n_sequences()});
+}
+
+}  // namespace pagedserve

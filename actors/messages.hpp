@@ -1,0 +1,102 @@
+#pragma once
+// Every message between the four actors, grouped by the mailbox that accepts it. Commands are
+// imperatives, events past tense; each carries its request_id or step_id so stale replies are dropped.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "actors/actor.hpp"
+#include "pagedserve/forward.hpp"
+#include "pagedserve/ids.hpp"
+#include "pagedserve/request.hpp"
+#include "pagedserve/sampling.hpp"
+
+namespace pagedserve {
+
+// ---- RequestActor mailbox (the scheduler, and the client's connection) ----
+struct tokens_generated {
+  request_id id;
+  std::vector<token_id> tokens;
+};
+struct request_finished {
+  request_id id;
+  finish_reason reason;
+  usage used;
+};
+// From the client's connection:
+struct start_generation {};   // tokenize, validate against the context, submit
+struct cancel_generation {};  // the client sent cancel or went away
+using request_mailbox = std::variant<tokens_generated, request_finished, start_generation, cancel_generation>;
+
+// ---- SchedulerActor mailbox ----
+struct submit_request {  // from a RequestActor
+  request_id id;
+  std::vector<token_id> prompt;
+  std::shared_ptr<const sampling_params> params;
+  std::vector<token_id> stop_ids;
+  std::shared_ptr<mailbox_ref<request_mailbox>> reply_to;
+};
+struct finish_request {  // from a RequestActor: the client cancelled or a stop string matched
+  request_id id;
+  finish_reason reason;
+};
+struct step_allocated {  // from the KvAllocatorActor
+  step_id step;
+  std::optional<std::size_t> refused;           // first chunk that got no blocks (none: all granted)
+  std::vector<std::vector<std::int32_t>> tables;  // block table of each granted chunk's sequence, plan order
+};
+struct step_executed {  // from the ExecutorActor
+  step_id step;
+  std::vector<token_id> sampled;  // one per sampling chunk, in plan order
+};
+struct scheduler_status {
+  int running = 0;
+  int waiting = 0;
+  std::uint64_t preemptions = 0;
+  std::uint64_t steps = 0;
+};
+struct report_scheduler_status {  // from the network edge (/health)
+  std::function<void(scheduler_status)> reply;
+};
+using scheduler_mailbox =
+    std::variant<submit_request, finish_request, step_allocated, step_executed, report_scheduler_status>;
+
+// ---- KvAllocatorActor mailbox (sent by the scheduler, and /health) ----
+struct allocate_step {
+  step_id step;
+  std::vector<std::pair<request_id, int>> needs;  // sequence and the tokens it must hold after the step
+};
+struct free_sequences {
+  std::vector<request_id> ids;
+};
+struct kv_pool_status {
+  int blocks_total = 0;
+  int blocks_free = 0;
+  int block_size = 0;
+  int sequences = 0;
+};
+struct report_kv_status {
+  std::function<void(kv_pool_status)> reply;
+};
+using kv_allocator_mailbox = std::variant<allocate_step, free_sequences, report_kv_status>;
+
+// ---- ExecutorActor mailbox (sent by the scheduler) ----
+struct sequence_started {
+  request_id id;
+  std::shared_ptr<const sampling_params> params;
+  std::uint64_t seed;
+};
+struct execute_step {
+  step_id step;
+  std::shared_ptr<const step_batch> batch;
+  std::vector<request_id> sample_for;       // sequence of each logits row
+  std::vector<sequence_started> started;    // sequences new to the executor this step
+  std::vector<request_id> dropped;          // sequences the executor can forget
+};
+using executor_mailbox = std::variant<execute_step>;
+
+}  // namespace pagedserve

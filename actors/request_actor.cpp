@@ -1,0 +1,120 @@
+#include "actors/request_actor.hpp"
+
+#include <algorithm>
+
+#include "actors/logger.hpp"
+
+namespace pagedserve {
+
+request_actor::request_actor(const boost::asio::any_io_executor& ex, engine& e, std::shared_ptr<client_link> link,
+                             generate_command command)
+    : actor(ex),
+      engine_(e),
+      link_(std::move(link)),
+      command_(std::move(command)),
+      log_(actor_logger("req")) {}
+
+std::vector<token_id> request_actor::render_prompt() const {
+  if (command_.prompt) return engine_.vocabulary().encode(*command_.prompt, true);
+  // llama2.c models carry no chat template: the conversation is their contents, one per line.
+  std::string text;
+  for (const chat_message& m : command_.messages) {
+    if (!text.empty()) text += '\n';
+    text += m.content;
+  }
+  return engine_.vocabulary().encode(text, true);
+}
+
+void request_actor::on(start_generation) {
+  std::vector<token_id> prompt = render_prompt();
+  const int n_prompt = static_cast<int>(prompt.size());
+  const int context = engine_.max_sequence_tokens();
+  if (n_prompt >= context)
+    return fail("context_length_exceeded", "prompt has " + std::to_string(n_prompt) +
+                                               " tokens; the context holds " + std::to_string(context));
+  sampling_params& p = command_.params;
+  if (p.max_tokens == 0) p.max_tokens = context - n_prompt;
+  if (n_prompt + p.max_tokens > context)
+    return fail("invalid_max_tokens", "max_tokens " + std::to_string(p.max_tokens) + " exceeds the " +
+                                          std::to_string(context - n_prompt) + " tokens left in the context after a " +
+                                          std::to_string(n_prompt) + "-token prompt");
+  id_ = engine_.next_request_id();
+  detokenizer_.emplace(engine_.vocabulary(), prompt.back());
+  log_->debug("[{}] client id '{}', {} prompt tokens, max_tokens {}", id_.value, command_.id, n_prompt, p.max_tokens);
+  submitted_ = true;
+  engine_.scheduler().tell(submit_request{id_, std::move(prompt), std::make_shared<const sampling_params>(p),
+                                          engine_.stop_token_ids(), shared_from_this()});
+}
+
+void request_actor::on(cancel_generation) {
+  if (ended_) return;
+  if (!submitted_) return fail("cancelled", "cancelled before it started");
+  engine_.scheduler().tell(finish_request{id_, finish_reason::cancelled});
+}
+
+std::string request_actor::release_text(std::string fresh) {
+  held_ += fresh;
+  const auto& stops = command_.params.stop;
+  std::size_t cut = std::string::npos;
+  for (const std::string& s : stops) cut = std::min(cut, held_.find(s));
+  if (cut != std::string::npos) {
+    stop_matched_ = true;
+    std::string out = held_.substr(0, cut);
+    held_.clear();
+    return out;
+  }
+  // Keep back the longest tail that could still grow into a stop string.
+  std::size_t keep = 0;
+  for (const std::string& s : stops)
+    for (std::size_t n = std::min(s.size() - 1, held_.size()); n > keep; --n)
+      if (held_.compare(held_.size() - n, n, s, 0, n) == 0) {
+        keep = n;
+        break;
+      }
+  std::string out = held_.substr(0, held_.size() - keep);
+  held_.erase(0, held_.size() - keep);
+  return out;
+}
+
+void request_actor::on(tokens_generated m) {
+  if (ended_ || stop_matched_ || m.id != id_) return;
+  if (n_generated_ == 0) first_token_at_ = clock::now();
+  n_generated_ += static_cast<int>(m.tokens.size());
+  const auto& stop_ids = engine_.stop_token_ids();
+  std::string fresh;
+  for (token_id t : m.tokens)
+    if (command_.params.ignore_eos || std::ranges::find(stop_ids, t) == stop_ids.end()) fresh += detokenizer_->push(t);
+  std::string text = release_text(std::move(fresh));
+  if (stop_matched_) engine_.scheduler().tell(finish_request{id_, finish_reason::stop});
+  link_->send_frame(encode_token_frame(command_.id, text, m.tokens));
+}
+
+void request_actor::on(request_finished m) {
+  if (ended_ || m.id != id_) return;
+  if (!stop_matched_) {
+    std::string tail = held_ + detokenizer_->flush();
+    if (!tail.empty()) link_->send_frame(encode_token_frame(command_.id, tail, {}));
+  }
+  const auto now = clock::now();
+  auto ms = [](clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  timings t;
+  t.total_ms = ms(now - accepted_at_);
+  if (n_generated_ > 0) {
+    t.time_to_first_token_ms = ms(first_token_at_ - accepted_at_);
+    const double decode_s = ms(now - first_token_at_) / 1000.0;
+    t.tokens_per_second = n_generated_ > 1 && decode_s > 0 ? (n_generated_ - 1) / decode_s : 0.0;
+  }
+  const finish_reason reason = stop_matched_ ? finish_reason::stop : m.reason;
+  ended_ = true;
+  log_->debug("[{}] done: {}, {} tokens", id_.value, finish_reason_name(reason), m.used.completion_tokens);
+  link_->send_frame(encode_done_frame(command_.id, reason, m.used, t));
+  link_->request_ended(command_.id);
+}
+
+void request_actor::fail(std::string_view code, std::string_view message) {
+  ended_ = true;
+  link_->send_frame(encode_error_frame(command_.id, code, message));
+  link_->request_ended(command_.id);
+}
+
+}  // namespace pagedserve

@@ -1,0 +1,61 @@
+#pragma once
+// RequestActor: one per generate request. Validates it against the model (prompt and max_tokens
+// within the context), tokenizes, submits it to the scheduler, then turns the sampled ids into text
+// (UTF-8 safe, stop strings) and frames for its client. Ends with exactly one done or error frame.
+//
+// Mailbox: start_generation, cancel_generation (the connection); tokens_generated, request_finished
+//          (the scheduler).
+// Sends: submit_request / finish_request to the scheduler; frames to its client_link.
+#include <spdlog/logger.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "actors/engine.hpp"
+#include "actors/messages.hpp"
+#include "pagedserve/tokenizer.hpp"
+#include "pagedserve/ws_protocol.hpp"
+
+namespace pagedserve {
+
+// How a request actor reaches its client's connection. Both calls may come from any thread.
+class client_link {
+ public:
+  virtual ~client_link() = default;
+  virtual void send_frame(std::string frame) = 0;
+  // The request's final frame has been sent: the connection forgets client_id.
+  virtual void request_ended(const std::string& client_id) = 0;
+};
+
+class request_actor : public actor<request_actor, request_mailbox>,
+                      public std::enable_shared_from_this<request_actor> {
+ public:
+  request_actor(const boost::asio::any_io_executor& ex, engine& e, std::shared_ptr<client_link> link,
+                generate_command command);
+
+  void on(start_generation);
+  void on(cancel_generation);
+  void on(tokens_generated m);
+  void on(request_finished m);
+
+ private:
+  std::vector<token_id> render_prompt() const;
+  void fail(std::string_view code, std::string_view message);
+  // Applies stop strings to new text; returns what may be sent now.
+  std::string release_text(std::string fresh);
+
+  using clock = std::chrono::steady_clock;
+  engine& engine_;
+  std::shared_ptr<client_link> link_;
+  generate_command command_;
+  request_id id_{};
+  std::optional<incremental_detokenizer> detokenizer_;  // made once the prompt's last token is known
+  std::string held_;  // text that may be the start of a stop string
+  bool submitted_ = false, stop_matched_ = false, ended_ = false;
+  int n_generated_ = 0;
+  clock::time_point accepted_at_ = clock::now(), first_token_at_{};
+  std::shared_ptr<spdlog::logger> log_;
+};
+
+}  // namespace pagedserve

@@ -1,0 +1,126 @@
+#include "actors/scheduler_actor.hpp"
+
+#include "actors/logger.hpp"
+#include "pagedserve/check.hpp"
+
+namespace pagedserve {
+
+scheduler_actor::scheduler_actor(const boost::asio::any_io_executor& ex, scheduler_limits limits, int block_size)
+    : actor(ex), policy_(limits), block_size_(block_size), log_(actor_logger("sched")) {}
+
+void scheduler_actor::on(submit_request m) {
+  log_->debug("[{}] submitted, {} prompt tokens", m.id.value, m.prompt.size());
+  sequence s;
+  s.id = m.id;
+  s.n_prompt = static_cast<int>(m.prompt.size());
+  s.tokens = std::move(m.prompt);
+  s.params = std::move(m.params);
+  s.stop_ids = std::move(m.stop_ids);
+  reply_to_[m.id] = std::move(m.reply_to);
+  policy_.add(std::move(s));
+  start_step_if_idle();
+}
+
+void scheduler_actor::on(finish_request m) {
+  if (!reply_to_.contains(m.id)) return;  // already finished: the request actor has its final message
+  policy_.request_finish(m.id, m.reason);
+  start_step_if_idle();
+}
+
+void scheduler_actor::start_step_if_idle() {
+  if (step_in_flight_) return;
+  std::vector<sequence_update> finished;
+  plan_ = policy_.plan_step(finished);
+  deliver(finished);
+  if (plan_.empty()) return;
+  step_in_flight_ = true;
+  ++step_.value;
+  request_allocation();
+}
+
+void scheduler_actor::request_allocation() {
+  allocate_step m{step_, {}};
+  m.needs.reserve(plan_.size());
+  for (const step_chunk& c : plan_) m.needs.emplace_back(c.id, c.first + c.n_tokens);
+  kv_->tell(std::move(m));
+}
+
+void scheduler_actor::on(step_allocated m) {
+  if (m.step != step_) return;  // stale
+  if (m.refused) {
+    if (auto victim = policy_.on_allocation_refused(plan_, *m.refused)) {
+      log_->info("[{}] preempted: KV pool full", victim->value);
+      kv_->tell(free_sequences{{*victim}});
+    }
+    if (plan_.empty()) {
+      step_in_flight_ = false;
+      start_step_if_idle();
+    } else {
+      request_allocation();
+    }
+    return;
+  }
+  ps_check(m.tables.size() == plan_.size(), "allocator granted a different number of chunks than planned");
+  execute_step e{step_, build_batch(m.tables), {}, {}, std::move(dropped_)};
+  dropped_.clear();
+  for (const step_chunk& c : plan_) {
+    if (c.samples) e.sample_for.push_back(c.id);
+    if (known_to_executor_.insert(c.id).second) {
+      const sequence* s = policy_.find(c.id);
+      const std::uint64_t seed = s->params->seed ? *s->params->seed : seed_source_();
+      e.started.push_back({c.id, s->params, seed});
+    }
+  }
+  executor_->tell(std::move(e));
+}
+
+std::shared_ptr<step_batch> scheduler_actor::build_batch(const std::vector<std::vector<std::int32_t>>& tables) const {
+  auto b = std::make_shared<step_batch>();
+  for (std::size_t i = 0; i < plan_.size(); ++i) {
+    const step_chunk& c = plan_[i];
+    const sequence* s = policy_.find(c.id);
+    const std::vector<std::int32_t>& table = tables[i];
+    b->seq_block_offset.push_back(static_cast<std::int32_t>(b->block_tables.size()));
+    b->block_tables.insert(b->block_tables.end(), table.begin(), table.end());
+    for (int p = c.first; p < c.first + c.n_tokens; ++p) {
+      b->tokens.push_back(s->tokens[p]);
+      b->positions.push_back(p);
+      b->seq_of_token.push_back(static_cast<std::int32_t>(i));
+      b->slots.push_back(table[p / block_size_] * block_size_ + p % block_size_);
+    }
+    if (c.samples) b->logits_rows.push_back(static_cast<std::int32_t>(b->tokens.size() - 1));
+  }
+  return b;
+}
+
+void scheduler_actor::on(step_executed m) {
+  if (m.step != step_) return;  // stale
+  auto updates = policy_.on_step_executed(plan_, m.sampled);
+  deliver(updates);
+  step_in_flight_ = false;
+  start_step_if_idle();
+}
+
+void scheduler_actor::deliver(std::vector<sequence_update>& updates) {
+  // Blocks are freed before the client can hear its request ended, so /health after `done` is exact.
+  std::vector<request_id> to_free;
+  for (const sequence_update& u : updates)
+    if (u.finished) to_free.push_back(u.id);
+  if (!to_free.empty()) kv_->tell(free_sequences{to_free});
+  for (sequence_update& u : updates) {
+    auto it = reply_to_.find(u.id);
+    ps_check(it != reply_to_.end(), "update for a request with no reply address");
+    if (!u.new_tokens.empty()) it->second->tell(tokens_generated{u.id, std::move(u.new_tokens)});
+    if (!u.finished) continue;
+    it->second->tell(request_finished{u.id, *u.finished, u.used});
+    reply_to_.erase(it);
+    if (known_to_executor_.erase(u.id)) dropped_.push_back(u.id);
+    log_->debug("[{}] finished: {}", u.id.value, finish_reason_name(*u.finished));
+  }
+}
+
+void scheduler_actor::on(report_scheduler_status m) {
+  m.reply({policy_.n_running(), policy_.n_waiting(), policy_.n_preemptions(), step_.value});
+}
+
+}  // namespace pagedserve

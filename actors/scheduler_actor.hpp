@@ -1,0 +1,57 @@
+#pragma once
+// SchedulerActor: drives scheduler_policy one engine step at a time. A step goes
+//   plan -> allocate_step (KvAllocator) -> step_allocated -> execute_step (Executor) -> step_executed
+// and its results go out to the request actors; then the next step is planned.
+//
+// Mailbox: submit_request, finish_request (request actors); step_allocated (KvAllocator);
+//          step_executed (Executor); report_scheduler_status (network edge).
+// Replies: tokens_generated / request_finished to each request's reply_to; free_sequences to the
+//          allocator when sequences finish or are preempted (only between steps, never while the
+//          executor may still write their blocks).
+#include <spdlog/logger.h>
+
+#include <random>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "actors/messages.hpp"
+#include "pagedserve/scheduler_policy.hpp"
+
+namespace pagedserve {
+
+class scheduler_actor : public actor<scheduler_actor, scheduler_mailbox> {
+ public:
+  scheduler_actor(const boost::asio::any_io_executor& ex, scheduler_limits limits, int block_size);
+  void connect(mailbox_ref<kv_allocator_mailbox>& kv, mailbox_ref<executor_mailbox>& executor) {
+    kv_ = &kv;
+    executor_ = &executor;
+  }
+
+  void on(submit_request m);
+  void on(finish_request m);
+  void on(step_allocated m);
+  void on(step_executed m);
+  void on(report_scheduler_status m);
+
+ private:
+  void start_step_if_idle();
+  void request_allocation();
+  void deliver(std::vector<sequence_update>& updates);
+  std::shared_ptr<step_batch> build_batch(const std::vector<std::vector<std::int32_t>>& tables) const;
+
+  scheduler_policy policy_;
+  int block_size_;
+  mailbox_ref<kv_allocator_mailbox>* kv_ = nullptr;
+  mailbox_ref<executor_mailbox>* executor_ = nullptr;
+
+  bool step_in_flight_ = false;
+  step_id step_{0};
+  std::vector<step_chunk> plan_;  // the step in flight
+  std::unordered_map<request_id, std::shared_ptr<mailbox_ref<request_mailbox>>> reply_to_;
+  std::unordered_set<request_id> known_to_executor_;
+  std::vector<request_id> dropped_;  // finished sequences the executor may forget, sent with the next step
+  std::mt19937_64 seed_source_{std::random_device{}()};
+  std::shared_ptr<spdlog::logger> log_;
+};
+
+}  // namespace pagedserve

@@ -1,0 +1,49 @@
+#pragma once
+// The one config tree: defaults written inline, loaded from config/*.json (simdjson), then CLI flags
+// override, then validated once with every problem reported together. Passed around by const&.
+#include <cstddef>
+#include <expected>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace pagedserve {
+
+struct server_config {
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  int io_threads = 1;                        // network threads (sessions, request/scheduler/kv actors)
+  std::size_t max_frame_bytes = 1 << 20;     // a larger client frame gets a frame_too_large error
+  std::size_t max_body_bytes = 1 << 20;      // HTTP request bodies
+  int max_requests_per_socket = 256;         // generate requests in flight on one WebSocket
+  int max_outbound_frames = 4096;            // frames queued for one slow client before its requests end
+};
+
+struct engine_config {
+  int kv_blocks = 1024;                // KV pool size in blocks (memory: blocks * block_size * layers * 2 * kv_dim * 4 B)
+  int block_size = 16;                 // tokens per KV block
+  int max_num_seqs = 64;               // sequences per engine step
+  int max_num_batched_tokens = 512;    // tokens per engine step (prefill chunks + decodes)
+  int max_waiting = 1024;              // queued requests before new ones are refused
+  int threads = 0;                     // TBB arena for the kernels; 0 = all cores
+  std::string kernels = "auto";        // force a kernel variant: auto, scalar, avx2, avx512
+};
+
+struct model_paths {
+  std::string model;      // llama2.c .bin checkpoint; empty = the built-in demo model
+  std::string tokenizer;  // llama2.c tokenizer .bin
+};
+
+struct config {
+  server_config server;
+  engine_config engine;
+  model_paths model;
+  std::string log_level = "info";
+};
+
+// Reads a JSON config file over the defaults; unknown keys and wrong types are errors.
+std::expected<config, std::vector<std::string>> config_load(const std::filesystem::path& path);
+// Every problem with the values, empty when the config is usable.
+std::vector<std::string> config_validate(const config& c);
+
+}  // namespace pagedserve

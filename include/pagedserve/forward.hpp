@@ -1,0 +1,46 @@
+#pragma once
+// One forward pass of the Llama architecture over a flat, variable-length batch of tokens from many
+// sequences (decode tokens and prefill chunks mixed), reading and writing K/V through block tables.
+#include <cstdint>
+#include <vector>
+
+#include "pagedserve/ids.hpp"
+#include "pagedserve/kernels.hpp"
+#include "pagedserve/kv_cache.hpp"
+#include "pagedserve/model.hpp"
+
+namespace pagedserve {
+
+// The step's input, built by the scheduler from its plan and the allocator's block tables.
+struct step_batch {
+  std::vector<token_id> tokens;               // [n_tokens] input ids
+  std::vector<std::int32_t> positions;        // [n_tokens] position of each token in its sequence
+  std::vector<std::int32_t> seq_of_token;     // [n_tokens] index into the sequences below
+  std::vector<std::int32_t> slots;            // [n_tokens] KV slot = block * block_size + offset
+  std::vector<std::int32_t> block_tables;     // every sequence's block ids, concatenated
+  std::vector<std::int32_t> seq_block_offset; // [n_seqs] where each sequence's table starts
+  std::vector<std::int32_t> logits_rows;      // tokens whose next-token logits are wanted, in order
+
+  int n_tokens() const { return static_cast<int>(tokens.size()); }
+};
+
+// Scratch buffers for one forward pass, sized once for the largest step, so forward() allocates nothing.
+class forward_pass {
+ public:
+  forward_pass(const model& m, const kernels::kernel_table& kt, int max_tokens_per_step);
+
+  // logits: [batch.logits_rows.size(), vocab] written in logits_rows order. Returns a view into scratch
+  // memory valid until the next call.
+  float* run(const step_batch& batch, const kv_cache& cache);
+
+  int max_tokens_per_step() const { return max_tokens_; }
+
+ private:
+  const model& model_;
+  const kernels::kernel_table& kt_;
+  int max_tokens_;
+  // Activations, [max_tokens, width] each.
+  std::vector<float> x_, xb_, xb2_, q_, k_, v_, att_, hb_, hb2_, logits_;
+};
+
+}  // namespace pagedserve

@@ -1,0 +1,98 @@
+#pragma once
+// Kernel signatures. Output first, then inputs, then dimensions; shapes in the comments.
+//
+// Three layers:
+//   reference::  plain scalar code, as readable as llama2.c's run.c; the truth tests compare against.
+//   kernel_table one serial inner loop per op and per instruction set (scalar, avx2, avx512),
+//                chosen once at start-up from CPU detection or forced by config.
+//   ops::        the TBB-parallel entry points the forward pass calls; they split the work
+//                (rows, tiles, heads) and run the table's inner loops on each piece.
+//
+// Batch invariance: every variant computes each output element with an accumulation order that
+// depends only on the operand rows, never on how many tokens are in the step or where a token
+// sits in it, so a request's greedy output is the same alone or batched.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace pagedserve::kernels {
+
+enum class isa { scalar, avx2, avx512 };
+
+std::string_view isa_name(isa v);
+
+// The serial inner loops of one instruction set.
+struct kernel_table {
+  isa which;
+  // out[t, o] = sum_i x[t, i] * w[o, i] for t < n_tokens, o in [o_begin, o_end).
+  // x: [n_tokens, n_in] row-major; w: [n_out, n_in] row-major (llama2.c layout); out: [n_tokens, n_out].
+  void (*matmul_rows)(float* out, const float* x, const float* w, int n_tokens, int n_in, int n_out,
+                      int o_begin, int o_end);
+  // Sum of squares of x[n] (RMSNorm's reduction).
+  float (*sum_squares)(const float* x, int n);
+  // out[n] = x[n] * scale * weight[n]
+  void (*scale_mul)(float* out, const float* x, const float* weight, float scale, int n);
+  // a[n] · b[n]
+  float (*dot)(const float* a, const float* b, int n);
+  // y[n] += a * x[n]
+  void (*axpy)(float* y, float a, const float* x, int n);
+  // gate[n] = silu(gate[n]) * up[n]
+  void (*swiglu)(float* gate, const float* up, int n);
+};
+
+// Best table for this CPU, or the one forced by name ("scalar", "avx2", "avx512"; "auto" = best).
+// Returns nullptr when the forced instruction set is unknown or not supported by this CPU.
+const kernel_table* kernel_table_select(std::string_view forced = "auto");
+// Every table this CPU can run (tests and benchmarks loop over them).
+std::span<const kernel_table* const> kernel_tables_supported();
+
+// Read access to one layer of the paged KV pool. Token slot s of block b lives at
+// k_base + b * block_stride + s * kv_dim (same for v_base). Units: floats.
+struct paged_kv_layer {
+  float* k_base = nullptr;
+  float* v_base = nullptr;
+  std::size_t block_stride = 0;
+  int block_size = 0;
+  int kv_dim = 0;  // n_kv_heads * head_size
+};
+
+// One flat step batch as attention sees it: token t belongs to sequence seq_of_token[t] and sits at
+// position pos_of_token[t]; it attends over positions 0..pos inclusive of its sequence, whose KV lives
+// in the blocks block_tables[seq_block_offset[seq] ...]. The token's own K/V must already be written.
+struct attention_batch {
+  const std::int32_t* seq_of_token = nullptr;     // [n_tokens]
+  const std::int32_t* pos_of_token = nullptr;     // [n_tokens]
+  const std::int32_t* block_tables = nullptr;     // concatenated block ids of all sequences
+  const std::int32_t* seq_block_offset = nullptr; // [n_seqs] start of each sequence's table
+  int n_tokens = 0;
+  int max_context = 0;                            // longest pos+1 in the batch (score buffer size)
+};
+
+namespace reference {
+void matmul(float* out, const float* x, const float* w, int n_tokens, int n_in, int n_out);
+void rmsnorm(float* out, const float* x, const float* weight, int n_rows, int dim, float eps);
+// Rotates interleaved pairs (2i, 2i+1) inside each head of x[n_tokens, n_heads*head_size] by
+// pos * theta^(-2i/head_size), as run.c does.
+void rope(float* x, const std::int32_t* positions, int n_tokens, int n_heads, int head_size, float theta);
+void softmax(float* x, int n);
+void swiglu(float* gate, const float* up, int n);
+// out[n_tokens, n_heads*head_size]; q[n_tokens, n_heads*head_size]; grouped-query attention
+// (query head h reads kv head h / (n_heads / n_kv_heads)) through the block tables.
+void paged_attention(float* out, const float* q, const paged_kv_layer& kv, const attention_batch& batch,
+                     int n_heads, int n_kv_heads, int head_size);
+}  // namespace reference
+
+namespace ops {
+// TBB-parallel versions with the reference's signatures, running table's inner loops.
+void matmul(const kernel_table& kt, float* out, const float* x, const float* w, int n_tokens, int n_in,
+            int n_out);
+void rmsnorm(const kernel_table& kt, float* out, const float* x, const float* weight, int n_rows, int dim,
+             float eps);
+void rope(float* x, const std::int32_t* positions, int n_tokens, int n_heads, int head_size, float theta);
+void swiglu(const kernel_table& kt, float* gate, const float* up, int n_tokens, int dim);
+void paged_attention(const kernel_table& kt, float* out, const float* q, const paged_kv_layer& kv,
+                     const attention_batch& batch, int n_heads, int n_kv_heads, int head_size);
+}  // namespace ops
+
+}  // namespace pagedserve::kernels

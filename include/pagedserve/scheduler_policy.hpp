@@ -1,0 +1,94 @@
+#pragma once
+// The scheduling policy, free of I/O: waiting and running queues, one engine step planned at a time
+// under a token budget and a sequence cap (decodes first, then prefill chunks), preemption by
+// recompute when the KV pool runs out, and stop conditions. The scheduler actor drives it.
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "pagedserve/ids.hpp"
+#include "pagedserve/request.hpp"
+#include "pagedserve/sampling.hpp"
+
+namespace pagedserve {
+
+struct scheduler_limits {
+  int max_num_seqs = 64;              // sequences per step
+  int max_num_batched_tokens = 512;   // tokens per step (decode tokens + prefill chunk tokens)
+  int context_len = 0;                // positions a sequence may use (the model's seq_len)
+};
+
+// A sequence as the scheduler tracks it.
+struct sequence {
+  request_id id;
+  std::vector<token_id> tokens;  // prompt, then generated tokens
+  int n_prompt = 0;
+  int n_computed = 0;            // leading tokens whose K/V are in the cache
+  std::uint64_t arrival = 0;     // admission order; the newest is preempted first
+  std::shared_ptr<const sampling_params> params;
+  std::vector<token_id> stop_ids;  // sampling one of these ends the sequence (unless ignore_eos)
+
+  int n_generated() const { return static_cast<int>(tokens.size()) - n_prompt; }
+};
+
+// One sequence's share of a step: the next n_tokens of its tokens; `samples` when the chunk reaches
+// the end of its known tokens, so the step's last row for it yields a new token.
+struct step_chunk {
+  request_id id;
+  int first = 0;     // index of the first token of the chunk (= its position)
+  int n_tokens = 0;
+  bool samples = false;
+  bool admitted = false;  // taken from the waiting queue for this step
+};
+
+// What happened to a sequence in a step (or at a step boundary, for cancellations).
+struct sequence_update {
+  request_id id;
+  std::vector<token_id> new_tokens;
+  std::optional<finish_reason> finished;
+  usage used;
+};
+
+class scheduler_policy {
+ public:
+  explicit scheduler_policy(scheduler_limits limits) : limits_(limits) {}
+
+  void add(sequence s);
+  // Asks to end a sequence with `reason` at the next step boundary.
+  void request_finish(request_id id, finish_reason reason);
+
+  // Applies pending finishes (returned as updates; their blocks must be freed), then plans the next
+  // step: running decodes, running prefill chunks, then admissions from the waiting queue.
+  std::vector<step_chunk> plan_step(std::vector<sequence_update>& finished_now);
+
+  // The allocator could not give blocks to plan[index]. Adjusts the plan: an admission and all after it
+  // go back to waiting; for a running sequence the newest running sequence is preempted (returned:
+  // free its blocks, then ask again for the adjusted plan).
+  std::optional<request_id> on_allocation_refused(std::vector<step_chunk>& plan, std::size_t index);
+
+  // Records a step's sampled tokens (one per sampling chunk, in plan order) and applies stop conditions.
+  std::vector<sequence_update> on_step_executed(const std::vector<step_chunk>& plan,
+                                                const std::vector<token_id>& sampled);
+
+  const sequence* find(request_id id) const;
+  int n_running() const { return static_cast<int>(running_.size()); }
+  int n_waiting() const { return static_cast<int>(waiting_.size()); }
+  std::uint64_t n_preemptions() const { return n_preemptions_; }
+
+ private:
+  sequence* running_seq(request_id id);
+  void preempt(request_id id);
+
+  scheduler_limits limits_;
+  std::deque<sequence> waiting_;           // FIFO; preempted sequences go back to the front
+  std::vector<sequence> running_;          // admission order
+  std::unordered_map<request_id, finish_reason> pending_finish_;
+  std::uint64_t next_arrival_ = 0;
+  std::uint64_t n_preemptions_ = 0;
+};
+
+}  // namespace pagedserve

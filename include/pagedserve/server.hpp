@@ -1,0 +1,33 @@
+#pragma once
+// The network edge: a Beast listener on host:port. HTTP requests get /health; an upgrade at
+// /v1/ws becomes a WebSocket session speaking the protocol of DESIGN.md.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <expected>
+#include <memory>
+#include <string>
+
+#include "pagedserve/config.hpp"
+
+namespace pagedserve {
+
+class engine;
+
+class server {
+ public:
+  server(boost::asio::io_context& io, engine& e, const server_config& config);
+  ~server();
+  // Binds and starts accepting; returns the bound port (useful when config asks for port 0).
+  std::expected<unsigned short, std::string> start();
+  void stop();
+
+ private:
+  struct listener;
+  boost::asio::io_context& io_;
+  engine& engine_;
+  server_config config_;
+  std::shared_ptr<listener> listener_;
+};
+
+}  // namespace pagedserve

@@ -1,0 +1,55 @@
+#pragma once
+// Tokenizers turn text into token ids and ids back into bytes. One interface so the request path
+// does not care which file format a model's vocabulary came in (llama2.c .bin now; tokenizer.json later).
+#include <cstdint>
+#include <expected>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pagedserve/ids.hpp"
+
+namespace pagedserve {
+
+class tokenizer {
+ public:
+  virtual ~tokenizer() = default;
+  // Token ids for text; add_bos puts the model's BOS id first.
+  virtual std::vector<token_id> encode(std::string_view text, bool add_bos) const = 0;
+  // The bytes token `id` stands for when it follows token `prev` (may be a partial UTF-8 sequence).
+  virtual std::string decode_piece(token_id prev, token_id id) const = 0;
+  virtual int vocab_size() const = 0;
+  virtual token_id bos_id() const = 0;
+  virtual token_id eos_id() const = 0;
+};
+
+// The llama2.c tokenizer file (tokenizer.bin, tok512.bin): int32 max_token_length, then per token
+// float32 score, int32 length, that many bytes. Encoding follows run.c's encode(): a dummy-prefix
+// space for non-empty text, unknown code points as byte tokens (byte + 3), then greedy merges by
+// highest score. Decoding follows run.c's decode(): "<0xXX>" pieces are raw bytes, and the leading
+// space of a piece that follows BOS is dropped.
+std::expected<std::unique_ptr<tokenizer>, std::string> llama2c_tokenizer_load(const std::filesystem::path& path,
+                                                                              int vocab_size);
+// Same, from bytes already in memory (the built-in default model's vocabulary).
+std::expected<std::unique_ptr<tokenizer>, std::string> llama2c_tokenizer_from_bytes(std::string bytes,
+                                                                                    int vocab_size);
+
+// Turns a stream of token ids into text that never ends inside a UTF-8 character: bytes of an
+// incomplete character are held until the character completes. Invalid sequences come out as U+FFFD.
+class incremental_detokenizer {
+ public:
+  explicit incremental_detokenizer(const tokenizer& tok, token_id prev = -1) : tok_(tok), prev_(prev) {}
+  // Appends token `id`; returns the text that is now complete (possibly empty).
+  std::string push(token_id id);
+  // Text still held at the end of the stream (an unfinished character comes out as U+FFFD).
+  std::string flush();
+
+ private:
+  const tokenizer& tok_;
+  token_id prev_;
+  std::string pending_;  // bytes of an unfinished UTF-8 character
+};
+
+}  // namespace pagedserve

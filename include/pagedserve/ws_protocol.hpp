@@ -1,0 +1,57 @@
+#pragma once
+// The WebSocket wire protocol of DESIGN.md: client frames parsed and validated (simdjson), server
+// frames encoded. Pure functions: no sockets here, so every bad input is unit-testable.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "pagedserve/ids.hpp"
+#include "pagedserve/request.hpp"
+#include "pagedserve/sampling.hpp"
+
+namespace pagedserve {
+
+struct chat_message {
+  std::string role;
+  std::string content;
+};
+
+// {"type":"generate","id":...,"prompt":...|"messages":[...],"params":{...}}
+struct generate_command {
+  std::string id;
+  std::optional<std::string> prompt;
+  std::vector<chat_message> messages;
+  sampling_params params;      // max_tokens 0 when the client gave none (filled from the context left)
+};
+// {"type":"cancel","id":...}
+struct cancel_command {
+  std::string id;
+};
+// A frame that could not be accepted; id when the frame carried a readable one.
+struct protocol_error {
+  std::optional<std::string> id;
+  std::string code;  // stable, machine-readable
+  std::string message;
+};
+
+using client_frame = std::variant<generate_command, cancel_command, protocol_error>;
+
+client_frame parse_client_frame(std::string_view text);
+
+// Server frames.
+struct timings {
+  double time_to_first_token_ms = 0;
+  double total_ms = 0;
+  double tokens_per_second = 0;  // generated tokens after the first, per second
+};
+
+std::string encode_token_frame(std::string_view id, std::string_view text, const std::vector<token_id>& ids);
+std::string encode_done_frame(std::string_view id, finish_reason reason, const usage& used, const timings& t);
+std::string encode_error_frame(const std::optional<std::string>& id, std::string_view code, std::string_view message);
+
+// Appends s to out as a JSON string literal (quotes included). s must be valid UTF-8.
+void json_append_string(std::string& out, std::string_view s);
+
+}  // namespace pagedserve

@@ -1,0 +1,102 @@
+#include "cli_options.hpp"
+
+#include <charconv>
+#include <map>
+
+namespace pagedserve {
+namespace {
+
+template <class T>
+bool parse_number(const std::string& s, T& out) {
+  const char* end = s.data() + s.size();
+  if constexpr (std::is_floating_point_v<T>) {
+    char* stop = nullptr;
+    out = static_cast<T>(std::strtod(s.c_str(), &stop));
+    return !s.empty() && stop == end;
+  } else {
+    auto [ptr, ec] = std::from_chars(s.data(), end, out);
+    return ec == std::errc{} && ptr == end;
+  }
+}
+
+}  // namespace
+
+std::string cli_usage() {
+  return R"(usage:
+  pagedserve serve    [--config FILE] [--model M.bin] [--tokenizer T.bin] [--host H] [--port P]
+                      [--kv-blocks N] [--block-size N] [--max-num-seqs N] [--max-num-batched-tokens N]
+                      [--threads N] [--kernels auto|scalar|avx2|avx512] [--log-level L]
+  pagedserve generate [--config FILE] --model M.bin [--tokenizer T.bin] --prompt TEXT [--max-tokens N]
+                      [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S] [--threads N]
+                      [--kernels ...]
+Without --model the server serves the built-in random-weight demo model (see README).
+)";
+}
+
+std::expected<cli_options, std::vector<std::string>> cli_parse(int argc, char** argv) {
+  cli_options o;
+  std::vector<std::string> errors;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    o.show_help = true;
+    return o;
+  }
+  o.command = args[0];
+  if (o.command != "serve" && o.command != "generate")
+    return std::unexpected(std::vector<std::string>{"unknown command '" + o.command + "' (serve or generate)"});
+
+  std::map<std::string, std::string> flags;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      o.show_help = true;
+      return o;
+    }
+    if (a.rfind("--", 0) != 0 || i + 1 >= args.size()) {
+      errors.push_back("expected --flag VALUE, got '" + a + "'");
+      continue;
+    }
+    flags[a.substr(2)] = args[++i];
+  }
+  if (auto it = flags.find("config"); it != flags.end()) {
+    auto loaded = config_load(it->second);
+    if (!loaded) return std::unexpected(loaded.error());
+    o.settings = *loaded;
+    flags.erase(it);
+  }
+  config& c = o.settings;
+  o.sampling.temperature = 0.0f;  // the CLI defaults to greedy, like run.c -t 0
+  for (const auto& [name, value] : flags) {
+    bool ok = true;
+    if (name == "model") c.model.model = value;
+    else if (name == "tokenizer") c.model.tokenizer = value;
+    else if (name == "host") c.server.host = value;
+    else if (name == "port") ok = parse_number(value, c.server.port);
+    else if (name == "kv-blocks") ok = parse_number(value, c.engine.kv_blocks);
+    else if (name == "block-size") ok = parse_number(value, c.engine.block_size);
+    else if (name == "max-num-seqs") ok = parse_number(value, c.engine.max_num_seqs);
+    else if (name == "max-num-batched-tokens") ok = parse_number(value, c.engine.max_num_batched_tokens);
+    else if (name == "threads") ok = parse_number(value, c.engine.threads);
+    else if (name == "kernels") c.engine.kernels = value;
+    else if (name == "log-level") c.log_level = value;
+    else if (name == "io-threads") ok = parse_number(value, c.server.io_threads);
+    else if (o.command == "generate" && name == "prompt") o.prompt = value;
+    else if (o.command == "generate" && name == "max-tokens") ok = parse_number(value, o.sampling.max_tokens) && o.sampling.max_tokens > 0;
+    else if (o.command == "generate" && name == "temperature") ok = parse_number(value, o.sampling.temperature) && o.sampling.temperature >= 0;
+    else if (o.command == "generate" && name == "top-p") ok = parse_number(value, o.sampling.top_p);
+    else if (o.command == "generate" && name == "top-k") ok = parse_number(value, o.sampling.top_k);
+    else if (o.command == "generate" && name == "min-p") ok = parse_number(value, o.sampling.min_p);
+    else if (o.command == "generate" && name == "seed") {
+      std::uint64_t s = 0;
+      ok = parse_number(value, s);
+      o.sampling.seed = s;
+    } else errors.push_back("unknown flag --" + name + " for " + o.command);
+    if (!ok) errors.push_back("bad value '" + value + "' for --" + name);
+  }
+  for (auto& e : config_validate(c)) errors.push_back(std::move(e));
+  if (o.command == "generate" && c.model.model.empty()) errors.push_back("generate needs --model");
+  if (!errors.empty()) return std::unexpected(errors);
+  return o;
+}
+
+}  // namespace pagedserve

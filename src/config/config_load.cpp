@@ -1,0 +1,120 @@
+#include <simdjson.h>
+
+#include "pagedserve/config.hpp"
+
+namespace pagedserve {
+namespace {
+
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+
+// Reads each known key of one JSON object section into its field; collects every problem.
+class section_reader {
+ public:
+  section_reader(simdjson::dom::object obj, std::string name, std::vector<std::string>& errors)
+      : obj_(obj), name_(std::move(name)), errors_(errors) {}
+
+  template <class T>
+  section_reader& field(std::string_view key, T& out) {
+    known_.emplace_back(key);
+    element e;
+    if (obj_[key].get(e) != simdjson::SUCCESS) return *this;
+    const std::string where = name_ + "." + std::string(key);
+    if constexpr (std::is_same_v<T, std::string>) {
+      if (e.type() == element_type::STRING) out = std::string(std::string_view(e));
+      else errors_.push_back(where + " must be a string");
+    } else {
+      if (e.type() == element_type::INT64) out = static_cast<T>(int64_t(e));
+      else if (e.type() == element_type::UINT64) out = static_cast<T>(uint64_t(e));
+      else errors_.push_back(where + " must be an integer");
+    }
+    return *this;
+  }
+
+  void reject_unknown() {
+    for (auto [key, value] : obj_)
+      if (std::find(known_.begin(), known_.end(), key) == known_.end())
+        errors_.push_back("unknown config key " + name_ + "." + std::string(key));
+  }
+
+ private:
+  simdjson::dom::object obj_;
+  std::string name_;
+  std::vector<std::string>& errors_;
+  std::vector<std::string_view> known_;
+};
+
+}  // namespace
+
+std::expected<config, std::vector<std::string>> config_load(const std::filesystem::path& path) {
+  config c;
+  std::vector<std::string> errors;
+  simdjson::dom::parser parser;
+  element root;
+  if (parser.load(path.string()).get(root) != simdjson::SUCCESS || root.type() != element_type::OBJECT)
+    return std::unexpected(std::vector<std::string>{path.string() + ": not a readable JSON object"});
+  auto section = [&](std::string_view name) -> std::optional<simdjson::dom::object> {
+    element e;
+    if (simdjson::dom::object(root)[name].get(e) != simdjson::SUCCESS) return std::nullopt;
+    if (e.type() != element_type::OBJECT) {
+      errors.push_back(std::string(name) + " must be an object");
+      return std::nullopt;
+    }
+    return simdjson::dom::object(e);
+  };
+  if (auto s = section("server")) {
+    section_reader r(*s, "server", errors);
+    r.field("host", c.server.host).field("port", c.server.port).field("io_threads", c.server.io_threads)
+        .field("max_frame_bytes", c.server.max_frame_bytes).field("max_body_bytes", c.server.max_body_bytes)
+        .field("max_requests_per_socket", c.server.max_requests_per_socket)
+        .field("max_outbound_frames", c.server.max_outbound_frames);
+    r.reject_unknown();
+  }
+  if (auto s = section("engine")) {
+    section_reader r(*s, "engine", errors);
+    r.field("kv_blocks", c.engine.kv_blocks).field("block_size", c.engine.block_size)
+        .field("max_num_seqs", c.engine.max_num_seqs).field("max_num_batched_tokens", c.engine.max_num_batched_tokens)
+        .field("max_waiting", c.engine.max_waiting).field("threads", c.engine.threads).field("kernels", c.engine.kernels);
+    r.reject_unknown();
+  }
+  if (auto s = section("model")) {
+    section_reader r(*s, "model", errors);
+    r.field("path", c.model.model).field("tokenizer", c.model.tokenizer);
+    r.reject_unknown();
+  }
+  element level;
+  if (simdjson::dom::object(root)["log_level"].get(level) == simdjson::SUCCESS) {
+    if (level.type() == element_type::STRING) c.log_level = std::string(std::string_view(level));
+    else errors.push_back("log_level must be a string");
+  }
+  for (auto [key, value] : simdjson::dom::object(root))
+    if (key != "server" && key != "engine" && key != "model" && key != "log_level")
+      errors.push_back("unknown config key " + std::string(key));
+  if (!errors.empty()) return std::unexpected(errors);
+  return c;
+}
+
+std::vector<std::string> config_validate(const config& c) {
+  std::vector<std::string> e;
+  if (c.server.port < 0 || c.server.port > 65535) e.push_back("server.port must be 0..65535");
+  if (c.server.io_threads < 1 || c.server.io_threads > 64) e.push_back("server.io_threads must be 1..64");
+  if (c.server.max_frame_bytes < 64) e.push_back("server.max_frame_bytes must be at least 64");
+  if (c.server.max_body_bytes < 64) e.push_back("server.max_body_bytes must be at least 64");
+  if (c.server.max_requests_per_socket < 1) e.push_back("server.max_requests_per_socket must be positive");
+  if (c.server.max_outbound_frames < 16) e.push_back("server.max_outbound_frames must be at least 16");
+  if (c.engine.kv_blocks < 1) e.push_back("engine.kv_blocks must be positive");
+  if (c.engine.block_size < 1 || c.engine.block_size > 1024) e.push_back("engine.block_size must be 1..1024");
+  if (c.engine.max_num_seqs < 1) e.push_back("engine.max_num_seqs must be positive");
+  if (c.engine.max_num_batched_tokens < 1) e.push_back("engine.max_num_batched_tokens must be positive");
+  if (c.engine.max_waiting < 1) e.push_back("engine.max_waiting must be positive");
+  if (c.engine.threads < 0) e.push_back("engine.threads must be >= 0");
+  if (c.engine.kernels != "auto" && c.engine.kernels != "scalar" && c.engine.kernels != "avx2" &&
+      c.engine.kernels != "avx512")
+    e.push_back("engine.kernels must be auto, scalar, avx2 or avx512");
+  if (c.log_level != "trace" && c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" &&
+      c.log_level != "error")
+    e.push_back("log_level must be trace, debug, info, warn or error");
+  return e;
+}
+
+}  // namespace pagedserve

@@ -1,0 +1,56 @@
+// Chooses the kernel table once from CPU detection; config or tests may force a variant.
+#include <vector>
+
+#include "pagedserve/kernels.hpp"
+
+namespace pagedserve::kernels {
+
+extern const kernel_table kernel_table_scalar;
+extern const kernel_table kernel_table_avx2;    // table_avx2.cpp
+extern const kernel_table kernel_table_avx512;  // table_avx512.cpp
+
+std::string_view isa_name(isa v) {
+  switch (v) {
+    case isa::scalar: return "scalar";
+    case isa::avx2: return "avx2";
+    case isa::avx512: return "avx512";
+  }
+  return "unknown";
+}
+
+namespace {
+
+bool cpu_supports(isa v) {
+  __builtin_cpu_init();
+  switch (v) {
+    case isa::scalar: return true;
+    case isa::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case isa::avx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  }
+  return false;
+}
+
+// Best first.
+const kernel_table* const all_tables[] = {&kernel_table_avx512, &kernel_table_avx2, &kernel_table_scalar};
+
+}  // namespace
+
+std::span<const kernel_table* const> kernel_tables_supported() {
+  static const std::vector<const kernel_table*> supported = [] {
+    std::vector<const kernel_table*> v;
+    for (const kernel_table* t : all_tables)
+      if (cpu_supports(t->which)) v.push_back(t);
+    return v;
+  }();
+  return supported;
+}
+
+const kernel_table* kernel_table_select(std::string_view forced) {
+  for (const kernel_table* t : kernel_tables_supported())
+    if (forced == "auto" || forced == isa_name(t->which)) return t;
+  return nullptr;
+}
+
+}  // namespace pagedserve::kernels

@@ -1,0 +1,98 @@
+// TBB-parallel entry points: split each op over rows, tiles or (token, head) pairs and run the
+// selected table's serial inner loops on each piece. The split never changes how an output element
+// is reduced, so results are identical for any grain or thread count.
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+
+#include <cmath>
+#include <vector>
+
+#include "pagedserve/kernels.hpp"
+
+namespace pagedserve::kernels::ops {
+
+void matmul(const kernel_table& kt, float* out, const float* x, const float* w, int n_tokens, int n_in,
+            int n_out) {
+  // Tiles of output rows: each tile's weights are read once for all tokens of the step.
+  constexpr int rows_per_tile = 16;
+  const int n_tiles = (n_out + rows_per_tile - 1) / rows_per_tile;
+  tbb::parallel_for(tbb::blocked_range<int>(0, n_tiles), [&](const tbb::blocked_range<int>& r) {
+    const int o_begin = r.begin() * rows_per_tile;
+    const int o_end = std::min(n_out, r.end() * rows_per_tile);
+    kt.matmul_rows(out, x, w, n_tokens, n_in, n_out, o_begin, o_end);
+  });
+}
+
+void rmsnorm(const kernel_table& kt, float* out, const float* x, const float* weight, int n_rows, int dim,
+             float eps) {
+  tbb::parallel_for(0, n_rows, [&](int r) {
+    const float* xr = x + static_cast<std::size_t>(r) * dim;
+    const float scale = 1.0f / std::sqrt(kt.sum_squares(xr, dim) / dim + eps);
+    kt.scale_mul(out + static_cast<std::size_t>(r) * dim, xr, weight, scale, dim);
+  });
+}
+
+void rope(float* x, const std::int32_t* positions, int n_tokens, int n_heads, int head_size, float theta) {
+  // The same arithmetic as the reference, parallel over tokens; the angle per pair is shared by heads.
+  tbb::parallel_for(0, n_tokens, [&](int t) {
+    float* xt = x + static_cast<std::size_t>(t) * n_heads * head_size;
+    for (int i = 0; i < head_size; i += 2) {
+      const float freq = 1.0f / std::pow(theta, i / static_cast<float>(head_size));
+      const float angle = positions[t] * freq;
+      const float c = std::cos(angle), s = std::sin(angle);
+      for (int h = 0; h < n_heads; ++h) {
+        float* v = xt + h * head_size + i;
+        const float v0 = v[0], v1 = v[1];
+        v[0] = v0 * c - v1 * s;
+        v[1] = v0 * s + v1 * c;
+      }
+    }
+  });
+}
+
+void swiglu(const kernel_table& kt, float* gate, const float* up, int n_tokens, int dim) {
+  tbb::parallel_for(0, n_tokens, [&](int t) {
+    kt.swiglu(gate + static_cast<std::size_t>(t) * dim, up + static_cast<std::size_t>(t) * dim, dim);
+  });
+}
+
+void paged_attention(const kernel_table& kt, float* out, const float* q, const paged_kv_layer& kv,
+                     const attention_batch& batch, int n_heads, int n_kv_heads, int head_size) {
+  const int dim = n_heads * head_size;
+  const int group = n_heads / n_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_size));
+  // One score buffer per worker thread, grown to the longest context seen; reused across steps.
+  static tbb::enumerable_thread_specific<std::vector<float>> score_buffers;
+  tbb::parallel_for(0, batch.n_tokens * n_heads, [&](int th) {
+    const int t = th / n_heads, h = th % n_heads;
+    std::vector<float>& scores = score_buffers.local();
+    if (scores.size() < static_cast<std::size_t>(batch.max_context)) scores.resize(batch.max_context);
+    const int seq = batch.seq_of_token[t];
+    const int n_ctx = batch.pos_of_token[t] + 1;
+    const std::int32_t* table = batch.block_tables + batch.seq_block_offset[seq];
+    const float* qh = q + static_cast<std::size_t>(t) * dim + h * head_size;
+    const int kv_off = (h / group) * head_size;
+    float max_score = -INFINITY;
+    for (int p = 0; p < n_ctx; ++p) {
+      const float* k = kv.k_base + table[p / kv.block_size] * kv.block_stride +
+                       static_cast<std::size_t>(p % kv.block_size) * kv.kv_dim + kv_off;
+      scores[p] = kt.dot(qh, k, head_size) * scale;
+      max_score = std::max(max_score, scores[p]);
+    }
+    float sum = 0.0f;
+    for (int p = 0; p < n_ctx; ++p) {
+      scores[p] = std::exp(scores[p] - max_score);
+      sum += scores[p];
+    }
+    const float inv_sum = 1.0f / sum;
+    float* oh = out + static_cast<std::size_t>(t) * dim + h * head_size;
+    std::fill(oh, oh + head_size, 0.0f);
+    for (int p = 0; p < n_ctx; ++p) {
+      const float* v = kv.v_base + table[p / kv.block_size] * kv.block_stride +
+                       static_cast<std::size_t>(p % kv.block_size) * kv.kv_dim + kv_off;
+      kt.axpy(oh, scores[p] * inv_sum, v, head_size);
+    }
+  });
+}
+
+}  // namespace pagedserve::kernels::ops

@@ -1,0 +1,96 @@
+// Plain scalar kernels, written for reading: the truth every faster variant is tested against.
+#include <cmath>
+
+#include "pagedserve/kernels.hpp"
+
+namespace pagedserve::kernels::reference {
+
+void matmul(float* out, const float* x, const float* w, int n_tokens, int n_in, int n_out) {
+  for (int t = 0; t < n_tokens; ++t) {
+    for (int o = 0; o < n_out; ++o) {
+      float sum = 0.0f;
+      for (int i = 0; i < n_in; ++i) sum += w[static_cast<std::size_t>(o) * n_in + i] * x[static_cast<std::size_t>(t) * n_in + i];
+      out[static_cast<std::size_t>(t) * n_out + o] = sum;
+    }
+  }
+}
+
+void rmsnorm(float* out, const float* x, const float* weight, int n_rows, int dim, float eps) {
+  for (int r = 0; r < n_rows; ++r) {
+    const float* xr = x + static_cast<std::size_t>(r) * dim;
+    float* outr = out + static_cast<std::size_t>(r) * dim;
+    float ss = 0.0f;
+    for (int i = 0; i < dim; ++i) ss += xr[i] * xr[i];
+    ss = 1.0f / std::sqrt(ss / dim + eps);
+    for (int i = 0; i < dim; ++i) outr[i] = weight[i] * (ss * xr[i]);
+  }
+}
+
+void rope(float* x, const std::int32_t* positions, int n_tokens, int n_heads, int head_size, float theta) {
+  const int dim = n_heads * head_size;
+  for (int t = 0; t < n_tokens; ++t) {
+    float* xt = x + static_cast<std::size_t>(t) * dim;
+    for (int i = 0; i < dim; i += 2) {
+      const int head_dim = i % head_size;
+      const float freq = 1.0f / std::pow(theta, head_dim / static_cast<float>(head_size));
+      const float angle = positions[t] * freq;
+      const float c = std::cos(angle), s = std::sin(angle);
+      const float v0 = xt[i], v1 = xt[i + 1];
+      xt[i] = v0 * c - v1 * s;
+      xt[i + 1] = v0 * s + v1 * c;
+    }
+  }
+}
+
+void softmax(float* x, int n) {
+  float max_val = x[0];
+  for (int i = 1; i < n; ++i) max_val = x[i] > max_val ? x[i] : max_val;
+  float sum = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - max_val);
+    sum += x[i];
+  }
+  for (int i = 0; i < n; ++i) x[i] /= sum;
+}
+
+void swiglu(float* gate, const float* up, int n) {
+  for (int i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = g * (1.0f / (1.0f + std::exp(-g))) * up[i];
+  }
+}
+
+void paged_attention(float* out, const float* q, const paged_kv_layer& kv, const attention_batch& batch,
+                     int n_heads, int n_kv_heads, int head_size) {
+  const int dim = n_heads * head_size;
+  const int group = n_heads / n_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_size));
+  float* scores = new float[static_cast<std::size_t>(batch.max_context)];
+  for (int t = 0; t < batch.n_tokens; ++t) {
+    const int seq = batch.seq_of_token[t];
+    const int n_ctx = batch.pos_of_token[t] + 1;
+    const std::int32_t* table = batch.block_tables + batch.seq_block_offset[seq];
+    for (int h = 0; h < n_heads; ++h) {
+      const float* qh = q + static_cast<std::size_t>(t) * dim + h * head_size;
+      const int kv_off = (h / group) * head_size;
+      for (int p = 0; p < n_ctx; ++p) {
+        const float* k = kv.k_base + table[p / kv.block_size] * kv.block_stride +
+                         static_cast<std::size_t>(p % kv.block_size) * kv.kv_dim + kv_off;
+        float s = 0.0f;
+        for (int i = 0; i < head_size; ++i) s += qh[i] * k[i];
+        scores[p] = s * scale;
+      }
+      softmax(scores, n_ctx);
+      float* oh = out + static_cast<std::size_t>(t) * dim + h * head_size;
+      for (int i = 0; i < head_size; ++i) oh[i] = 0.0f;
+      for (int p = 0; p < n_ctx; ++p) {
+        const float* v = kv.v_base + table[p / kv.block_size] * kv.block_stride +
+                         static_cast<std::size_t>(p % kv.block_size) * kv.kv_dim + kv_off;
+        for (int i = 0; i < head_size; ++i) oh[i] += scores[p] * v[i];
+      }
+    }
+  }
+  delete[] scores;
+}
+
+}  // namespace pagedserve::kernels::reference

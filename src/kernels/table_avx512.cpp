@@ -1,0 +1,231 @@
+// The AVX-512 inner loops (compiled with -mavx512f/bw/vl/dq -mfma; called only after CPU detection).
+//
+// Batch invariance of matmul_rows: every output element out[t, o] owns exactly one zmm accumulator
+// that walks k = 0, 16, 32, ... with one FMA per step (the last step masked, lanes past n_in are 0),
+// then is folded by the fixed tree of reduce16(). Tiles only choose how many such independent
+// chains run side by side, never the order inside one, so any n_tokens, token position or row range
+// gives bit-identical results for the same x row and w row.
+// GCC 12's avx512fintrin.h builds its pass-through operands from _mm512_undefined_ps(), which
+// -Wuninitialized flags once inlined (GCC PR 105593, fixed in 12.3/13); the warning is spurious.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <utility>
+
+#include "pagedserve/kernels.hpp"
+
+namespace pagedserve::kernels {
+namespace {
+
+// Lanes i < n set; n in [0, 16].
+inline __mmask16 tail_mask(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
+
+// The one horizontal reduction every matmul element goes through:
+// lanes (i, i+8), then (i, i+4), then (i, i+2), then (0, 1).
+inline float reduce16(__m512 v) {
+  const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
+  const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+  const __m128 h1 = _mm_add_ss(h2, _mm_movehdup_ps(h2));
+  return _mm_cvtss_f32(h1);
+}
+
+// Four accumulators reduced at once with the same pairs of reduce16() (float addition commutes,
+// so the lane arrangement does not change a bit): returns [r(a), r(b), r(c), r(d)].
+inline __m128 reduce16x4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  // Level 1 (i, i+8): [a_lo | b_lo] + [a_hi | b_hi].
+  const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+  const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
+  // Level 2 (i, i+4): 128-bit lanes [a0 a1 b0 b1] + ... -> one 128-bit lane per accumulator.
+  const __m512 abcd = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
+  // Level 3 (i, i+2) and level 4 (0, 1) inside each 128-bit lane.
+  const __m512 l3 = _mm512_add_ps(abcd, _mm512_permute_ps(abcd, 0x4E));
+  const __m512 l4 = _mm512_add_ps(l3, _mm512_permute_ps(l3, 0xB1));
+  // Element 0 of each 128-bit lane holds one result.
+  const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm512_castps512_ps128(_mm512_permutexvar_ps(idx, l4));
+}
+
+// n_t tokens x n_r weight rows: out[t, o] for t in [0, n_t), o in [o0, o0 + n_r).
+template <int n_t, int n_r>
+void matmul_tile(float* out, const float* x, const float* w, int n_in, int n_out, int o0) {
+  __m512 acc[n_t][n_r];
+#pragma GCC unroll 8
+  for (int t = 0; t < n_t; ++t)
+#pragma GCC unroll 8
+    for (int r = 0; r < n_r; ++r) acc[t][r] = _mm512_setzero_ps();
+  const float* wr[n_r];
+  for (int r = 0; r < n_r; ++r) wr[r] = w + static_cast<std::size_t>(o0 + r) * n_in;
+  int k = 0;
+  for (; k + 16 <= n_in; k += 16) {
+    __m512 wv[n_r];
+#pragma GCC unroll 8
+    for (int r = 0; r < n_r; ++r) wv[r] = _mm512_loadu_ps(wr[r] + k);
+#pragma GCC unroll 8
+    for (int t = 0; t < n_t; ++t) {
+      const __m512 xv = _mm512_loadu_ps(x + static_cast<std::size_t>(t) * n_in + k);
+#pragma GCC unroll 8
+      for (int r = 0; r < n_r; ++r) acc[t][r] = _mm512_fmadd_ps(xv, wv[r], acc[t][r]);
+    }
+  }
+  if (k < n_in) {
+    const __mmask16 m = tail_mask(n_in - k);
+    __m512 wv[n_r];
+#pragma GCC unroll 8
+    for (int r = 0; r < n_r; ++r) wv[r] = _mm512_maskz_loadu_ps(m, wr[r] + k);
+#pragma GCC unroll 8
+    for (int t = 0; t < n_t; ++t) {
+      const __m512 xv = _mm512_maskz_loadu_ps(m, x + static_cast<std::size_t>(t) * n_in + k);
+#pragma GCC unroll 8
+      for (int r = 0; r < n_r; ++r) acc[t][r] = _mm512_fmadd_ps(xv, wv[r], acc[t][r]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int t = 0; t < n_t; ++t) {
+    float* ot = out + static_cast<std::size_t>(t) * n_out + o0;
+    int r = 0;
+    if constexpr (n_r >= 4) {
+#pragma GCC unroll 2
+      for (; r + 4 <= n_r; r += 4)
+        _mm_storeu_ps(ot + r, reduce16x4(acc[t][r], acc[t][r + 1], acc[t][r + 2], acc[t][r + 3]));
+    }
+#pragma GCC unroll 4
+    for (; r < n_r; ++r) ot[r] = reduce16(acc[t][r]);
+  }
+}
+
+// Row tile width for a group of n_t tokens: eight rows for 1-2 tokens (eight weight streams and
+// enough independent FMA chains to run at memory bandwidth), six for 3-4 tokens (24 accumulators +
+// 6 weight vectors + 1 x vector in 32 zmm; each loaded weight vector feeds four tokens).
+template <int n_t>
+constexpr int rows_per_tile = n_t <= 2 ? 8 : 6;
+
+using tile_fn = void (*)(float*, const float*, const float*, int, int, int);
+
+template <int n_t, int... r>
+constexpr tile_fn tile_for_rows(int n_r, std::integer_sequence<int, r...>) {
+  constexpr tile_fn fns[] = {matmul_tile<n_t, r + 1>...};
+  return fns[n_r - 1];
+}
+
+// All rows [o_begin, o_end) for one group of n_t tokens starting at x.
+template <int n_t>
+void matmul_token_group(float* out, const float* x, const float* w, int n_in, int n_out, int o_begin,
+                        int o_end) {
+  constexpr int n_r = rows_per_tile<n_t>;
+  int o = o_begin;
+  for (; o + n_r <= o_end; o += n_r) matmul_tile<n_t, n_r>(out, x, w, n_in, n_out, o);
+  if (o < o_end)
+    tile_for_rows<n_t>(o_end - o, std::make_integer_sequence<int, n_r - 1>{})(out, x, w, n_in, n_out, o);
+}
+
+void matmul_rows_avx512(float* out, const float* x, const float* w, int n_tokens, int n_in, int n_out,
+                        int o_begin, int o_end) {
+  // Blocks of weight rows small enough to stay in L2 while every token group passes over them.
+  const int row_block = std::max(8, (256 * 1024 / 4 / std::max(n_in, 1)) & ~7);
+  for (int ob = o_begin; ob < o_end; ob += row_block) {
+    const int oe = std::min(o_end, ob + row_block);
+    int t = 0;
+    for (; t + 4 <= n_tokens; t += 4)
+      matmul_token_group<4>(out + static_cast<std::size_t>(t) * n_out, x + static_cast<std::size_t>(t) * n_in,
+                            w, n_in, n_out, ob, oe);
+    float* ot = out + static_cast<std::size_t>(t) * n_out;
+    const float* xt = x + static_cast<std::size_t>(t) * n_in;
+    switch (n_tokens - t) {
+      case 3: matmul_token_group<3>(ot, xt, w, n_in, n_out, ob, oe); break;
+      case 2: matmul_token_group<2>(ot, xt, w, n_in, n_out, ob, oe); break;
+      case 1: matmul_token_group<1>(ot, xt, w, n_in, n_out, ob, oe); break;
+      default: break;
+    }
+  }
+}
+
+// Four accumulators so long reductions are not bound by FMA latency.
+float dot_avx512(const float* a, const float* b, int n) {
+  __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+  int i = 0;
+  for (; i + 64 <= n; i += 64) {
+    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+    s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
+    s2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 32), _mm512_loadu_ps(b + i + 32), s2);
+    s3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 48), _mm512_loadu_ps(b + i + 48), s3);
+  }
+  for (; i + 16 <= n; i += 16) s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s1);
+  }
+  return reduce16(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+}
+
+float sum_squares_avx512(const float* x, int n) { return dot_avx512(x, x, n); }
+
+// Same two roundings as the reference: weight * (scale * x).
+void scale_mul_avx512(float* out, const float* x, const float* weight, float scale, int n) {
+  const __m512 s = _mm512_set1_ps(scale);
+  int i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_loadu_ps(weight + i), _mm512_mul_ps(s, _mm512_loadu_ps(x + i))));
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    _mm512_mask_storeu_ps(out + i, m,
+                          _mm512_mul_ps(_mm512_maskz_loadu_ps(m, weight + i), _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, x + i))));
+  }
+}
+
+void axpy_avx512(float* y, float a, const float* x, int n) {
+  const __m512 av = _mm512_set1_ps(a);
+  int i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(av, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
+  }
+}
+
+// exp(x) as 2^n * p(r), x = n ln2 + r, |r| <= ln2/2, with Cephes expf's degree-7 polynomial
+// (about 1 ulp). The input is clamped to a finite range whose results already over- or underflow,
+// and scalef applies 2^n without building an exponent, so large |x| gives inf or 0, never NaN.
+inline __m512 exp_avx512(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(89.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);  // ln2 split in hi + lo:
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);       // n * hi is exact
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_scalef_ps(p, n);
+}
+
+// silu(g) * up = g / (1 + exp(-g)) * up.
+inline __m512 swiglu_vec(__m512 g, __m512 u) {
+  const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_setzero_ps(), g));
+  return _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), e)), u);
+}
+
+void swiglu_avx512(float* gate, const float* up, int n) {
+  int i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(gate + i, swiglu_vec(_mm512_loadu_ps(gate + i), _mm512_loadu_ps(up + i)));
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    _mm512_mask_storeu_ps(gate + i, m, swiglu_vec(_mm512_maskz_loadu_ps(m, gate + i), _mm512_maskz_loadu_ps(m, up + i)));
+  }
+}
+
+}  // namespace
+
+extern const kernel_table kernel_table_avx512 = {
+    isa::avx512, matmul_rows_avx512, sum_squares_avx512, scale_mul_avx512, dot_avx512, axpy_avx512, swiglu_avx512,
+};
+
+}  // namespace pagedserve::kernels

@@ -1,0 +1,123 @@
+// pagedserve: `serve` starts the WebSocket/HTTP server; `generate` prints one completion.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <tbb/task_arena.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <random>
+#include <thread>
+
+#include "actors/engine.hpp"
+#include "cli_options.hpp"
+#include "pagedserve/demo_model.hpp"
+#include "pagedserve/generator.hpp"
+#include "pagedserve/server.hpp"
+
+using namespace pagedserve;
+
+namespace {
+
+struct loaded_model {
+  std::shared_ptr<const model> weights;
+  std::shared_ptr<const tokenizer> vocabulary;
+};
+
+std::expected<loaded_model, std::string> load_model(const model_paths& paths) {
+  if (paths.model.empty()) {
+    auto [m, tok] = demo_model_make();
+    spdlog::warn("no model configured: serving the built-in random-weight demo model '{}' (gibberish output); "
+                 "pass --model M.bin --tokenizer T.bin for a real one", m->name);
+    return loaded_model{std::move(m), std::move(tok)};
+  }
+  auto m = llama2c_model_load(paths.model);
+  if (!m) return std::unexpected("cannot load model: " + m.error());
+  std::filesystem::path tok_path = paths.tokenizer;
+  if (tok_path.empty()) tok_path = std::filesystem::path(paths.model).parent_path() / "tokenizer.bin";
+  auto tok = llama2c_tokenizer_load(tok_path, (*m)->config.vocab_size);
+  if (!tok) return std::unexpected("cannot load tokenizer: " + tok.error());
+  return loaded_model{std::move(*m), std::move(*tok)};
+}
+
+int run_generate(const cli_options& o, const loaded_model& lm) {
+  const kernels::kernel_table* kt = kernels::kernel_table_select(o.settings.engine.kernels);
+  if (!kt) {
+    spdlog::error("kernel variant '{}' is not supported by this CPU", o.settings.engine.kernels);
+    return 1;
+  }
+  tbb::task_arena arena(o.settings.engine.threads > 0 ? o.settings.engine.threads : tbb::task_arena::automatic);
+  const std::vector<token_id> prompt = lm.vocabulary->encode(o.prompt, true);
+  if (static_cast<int>(prompt.size()) >= lm.weights->config.seq_len) {
+    spdlog::error("prompt has {} tokens; the context holds {}", prompt.size(), lm.weights->config.seq_len);
+    return 1;
+  }
+  const std::uint64_t seed = o.sampling.seed ? *o.sampling.seed : std::random_device{}();
+  arena.execute([&] {
+    generate_sequence(*lm.weights, *lm.vocabulary, *kt, prompt, o.sampling, seed, [](std::string_view text) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+    });
+  });
+  return 0;
+}
+
+int run_serve(const cli_options& o, const loaded_model& lm) {
+  const config& c = o.settings;
+  if (!kernels::kernel_table_select(c.engine.kernels)) {
+    spdlog::error("kernel variant '{}' is not supported by this CPU", c.engine.kernels);
+    return 1;
+  }
+  boost::asio::io_context io(c.server.io_threads);
+  engine e(io.get_executor(), lm.weights, lm.vocabulary, c.engine);
+  server s(io, e, c.server);
+  auto port = s.start();
+  if (!port) {
+    spdlog::error("cannot start server: {}", port.error());
+    return 1;
+  }
+  const auto& mc = lm.weights->config;
+  spdlog::info("serving '{}' (dim {}, {} layers, vocab {}, context {}) on http://{}:{} (WebSocket /v1/ws, GET /health)",
+               lm.weights->name, mc.dim, mc.n_layers, mc.vocab_size, mc.seq_len, c.server.host, *port);
+  spdlog::info("engine: kv_blocks {} x {} tokens, max_num_seqs {}, max_num_batched_tokens {}", c.engine.kv_blocks,
+               c.engine.block_size, c.engine.max_num_seqs, c.engine.max_num_batched_tokens);
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code&, int sig) {
+    spdlog::info("signal {}: stopping", sig);
+    s.stop();
+    io.stop();
+  });
+  std::vector<std::thread> threads;
+  for (int i = 1; i < c.server.io_threads; ++i) threads.emplace_back([&io] { io.run(); });
+  io.run();
+  for (auto& t : threads) t.join();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto parsed = cli_parse(argc, argv);
+  if (!parsed) {
+    for (const auto& e : parsed.error()) std::fprintf(stderr, "pagedserve: %s\n", e.c_str());
+    std::fprintf(stderr, "%s", cli_usage().c_str());
+    return 2;
+  }
+  if (parsed->show_help) {
+    std::printf("%s", cli_usage().c_str());
+    return 0;
+  }
+  const cli_options& o = *parsed;
+  spdlog::set_level(spdlog::level::from_str(o.settings.log_level));
+  // Logs go to stderr: `generate` keeps stdout for the completion alone.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("pagedserve"));
+  spdlog::set_level(spdlog::level::from_str(o.settings.log_level));
+  auto lm = load_model(o.settings.model);
+  if (!lm) {
+    spdlog::error("{}", lm.error());
+    return 1;
+  }
+  return o.command == "generate" ? run_generate(o, *lm) : run_serve(o, *lm);
+}

@@ -1,0 +1,129 @@
+#include "pagedserve/scheduler_policy.hpp"
+
+#include <algorithm>
+
+#include "pagedserve/check.hpp"
+
+namespace pagedserve {
+
+void scheduler_policy::add(sequence s) { waiting_.push_back(std::move(s)); }
+
+void scheduler_policy::request_finish(request_id id, finish_reason reason) { pending_finish_.emplace(id, reason); }
+
+sequence* scheduler_policy::running_seq(request_id id) {
+  auto it = std::find_if(running_.begin(), running_.end(), [&](const sequence& s) { return s.id == id; });
+  return it == running_.end() ? nullptr : &*it;
+}
+
+const sequence* scheduler_policy::find(request_id id) const {
+  for (const auto& s : running_)
+    if (s.id == id) return &s;
+  for (const auto& s : waiting_)
+    if (s.id == id) return &s;
+  return nullptr;
+}
+
+std::vector<step_chunk> scheduler_policy::plan_step(std::vector<sequence_update>& finished_now) {
+  // Step boundary: no step is in flight, so finished sequences' blocks can be freed safely.
+  for (const auto& [id, reason] : pending_finish_) {
+    auto drop = [&](auto& queue) {
+      auto it = std::find_if(queue.begin(), queue.end(), [&](const sequence& s) { return s.id == id; });
+      if (it == queue.end()) return false;
+      finished_now.push_back({id, {}, reason, {it->n_prompt, it->n_generated()}});
+      queue.erase(it);
+      return true;
+    };
+    if (!drop(running_)) drop(waiting_);
+  }
+  pending_finish_.clear();
+
+  std::vector<step_chunk> plan;
+  int budget = limits_.max_num_batched_tokens;
+  auto add_running = [&](bool decodes) {
+    for (const sequence& s : running_) {
+      const int remaining = static_cast<int>(s.tokens.size()) - s.n_computed;
+      if ((remaining == 1) != decodes || budget == 0) continue;
+      const int n = std::min(remaining, budget);
+      plan.push_back({s.id, s.n_computed, n, n == remaining, false});
+      budget -= n;
+    }
+  };
+  add_running(true);
+  add_running(false);
+  while (!waiting_.empty() && budget > 0 && static_cast<int>(running_.size()) < limits_.max_num_seqs) {
+    sequence s = std::move(waiting_.front());
+    waiting_.pop_front();
+    s.arrival = next_arrival_++;
+    const int remaining = static_cast<int>(s.tokens.size()) - s.n_computed;
+    const int n = std::min(remaining, budget);
+    plan.push_back({s.id, s.n_computed, n, n == remaining, true});
+    budget -= n;
+    running_.push_back(std::move(s));
+  }
+  return plan;
+}
+
+void scheduler_policy::preempt(request_id id) {
+  auto it = std::find_if(running_.begin(), running_.end(), [&](const sequence& s) { return s.id == id; });
+  ps_check(it != running_.end(), "preempt: sequence is not running");
+  it->n_computed = 0;  // recomputed from its tokens (prompt + generated) when readmitted
+  waiting_.push_front(std::move(*it));
+  running_.erase(it);
+  ++n_preemptions_;
+}
+
+std::optional<request_id> scheduler_policy::on_allocation_refused(std::vector<step_chunk>& plan, std::size_t index) {
+  ps_check(index < plan.size(), "allocation refused for a chunk outside the plan");
+  // Admissions are last in the plan: return them to the front of the queue, oldest first.
+  auto send_back_admissions_from = [&](std::size_t from) {
+    for (std::size_t i = plan.size(); i-- > from;) {
+      if (!plan[i].admitted) continue;
+      auto it = std::find_if(running_.begin(), running_.end(), [&](const sequence& s) { return s.id == plan[i].id; });
+      waiting_.push_front(std::move(*it));
+      running_.erase(it);
+      plan.erase(plan.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  };
+  if (plan[index].admitted) {
+    send_back_admissions_from(index);
+    return std::nullopt;
+  }
+  // A running sequence needs a block: admissions wait, and the newest running sequence gives way.
+  send_back_admissions_from(0);
+  auto newest = std::max_element(running_.begin(), running_.end(),
+                                 [](const sequence& a, const sequence& b) { return a.arrival < b.arrival; });
+  const request_id victim = newest->id;
+  preempt(victim);
+  std::erase_if(plan, [&](const step_chunk& c) { return c.id == victim; });
+  return victim;
+}
+
+std::vector<sequence_update> scheduler_policy::on_step_executed(const std::vector<step_chunk>& plan,
+                                                                const std::vector<token_id>& sampled) {
+  std::vector<sequence_update> updates;
+  std::size_t next_sample = 0;
+  for (const step_chunk& c : plan) {
+    sequence* s = running_seq(c.id);
+    ps_check(s != nullptr, "executed chunk of a sequence that is not running");
+    s->n_computed = c.first + c.n_tokens;
+    if (!c.samples) continue;
+    ps_check(next_sample < sampled.size(), "step result has fewer samples than the plan");
+    const token_id t = sampled[next_sample++];
+    s->tokens.push_back(t);
+    sequence_update u{c.id, {t}, std::nullopt, {}};
+    const bool is_stop = !s->params->ignore_eos && std::ranges::find(s->stop_ids, t) != s->stop_ids.end();
+    if (is_stop)
+      u.finished = finish_reason::stop;
+    else if (s->n_generated() >= s->params->max_tokens || static_cast<int>(s->tokens.size()) > limits_.context_len)
+      u.finished = finish_reason::length;
+    u.used = {s->n_prompt, s->n_generated()};
+    updates.push_back(std::move(u));
+  }
+  ps_check(next_sample == sampled.size(), "step result has more samples than the plan");
+  std::erase_if(running_, [&](const sequence& s) {
+    return std::ranges::any_of(updates, [&](const sequence_update& u) { return u.id == s.id && u.finished; });
+  });
+  return updates;
+}
+
+}  // namespace pagedserve

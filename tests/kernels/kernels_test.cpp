@@ -1,0 +1,257 @@
+// Every kernel table this CPU supports against the scalar reference, on random shapes with odd
+// tails, plus the bit-exact batch invariance matmul promises (llama.cpp's test-backend-ops idea).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "pagedserve/kernels.hpp"
+
+namespace pagedserve::kernels {
+namespace {
+
+constexpr int sizes_in[] = {1, 7, 17, 64, 100, 768, 172};
+constexpr int sizes_tokens[] = {1, 3, 5, 33};
+
+std::vector<float> random_vector(std::size_t n, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& f : v) f = dist(rng);
+  return v;
+}
+
+// Elementwise |got - want| <= rel * sqrt(n_reduce) * (|want| + rms(want)): rounding of an n-term
+// reduction grows like sqrt(n), and the rms term keeps outputs that cancel to ~0 from failing.
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, int n_reduce, float rel = 1e-5f) {
+  ASSERT_EQ(got.size(), want.size());
+  double ss = 0.0;
+  for (float v : want) ss += static_cast<double>(v) * v;
+  const double rms = want.empty() ? 0.0 : std::sqrt(ss / want.size());
+  const double bound_scale = rel * std::sqrt(static_cast<double>(std::max(n_reduce, 1)));
+  int n_bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double err = std::abs(static_cast<double>(got[i]) - want[i]);
+    if (!(err <= bound_scale * (std::abs(want[i]) + rms)) && ++n_bad <= 5)
+      ADD_FAILURE() << "element " << i << ": got " << got[i] << ", want " << want[i] << " (err " << err << ")";
+  }
+  EXPECT_EQ(n_bad, 0) << "of " << got.size() << " elements";
+}
+
+class kernel_table_test : public testing::TestWithParam<const kernel_table*> {
+ protected:
+  const kernel_table& kt() const { return *GetParam(); }
+  std::mt19937 rng_{1234};
+};
+
+TEST_P(kernel_table_test, matmul_matches_reference) {
+  for (int n_in : sizes_in)
+    for (int n_tokens : sizes_tokens)
+      for (int n_out : {1, 5, 19, 64, 70}) {
+        SCOPED_TRACE("n_in=" + std::to_string(n_in) + " n_tokens=" + std::to_string(n_tokens) +
+                     " n_out=" + std::to_string(n_out));
+        const auto x = random_vector(static_cast<std::size_t>(n_tokens) * n_in, rng_);
+        const auto w = random_vector(static_cast<std::size_t>(n_out) * n_in, rng_);
+        std::vector<float> got(static_cast<std::size_t>(n_tokens) * n_out), want(got.size());
+        ops::matmul(kt(), got.data(), x.data(), w.data(), n_tokens, n_in, n_out);
+        reference::matmul(want.data(), x.data(), w.data(), n_tokens, n_in, n_out);
+        expect_close(got, want, n_in);
+      }
+}
+
+TEST_P(kernel_table_test, rmsnorm_matches_reference) {
+  for (int dim : sizes_in)
+    for (int n_rows : sizes_tokens) {
+      SCOPED_TRACE("dim=" + std::to_string(dim) + " n_rows=" + std::to_string(n_rows));
+      const auto x = random_vector(static_cast<std::size_t>(n_rows) * dim, rng_, -3.0f, 3.0f);
+      const auto weight = random_vector(dim, rng_, 0.5f, 1.5f);
+      std::vector<float> got(x.size()), want(x.size());
+      ops::rmsnorm(kt(), got.data(), x.data(), weight.data(), n_rows, dim, 1e-5f);
+      reference::rmsnorm(want.data(), x.data(), weight.data(), n_rows, dim, 1e-5f);
+      expect_close(got, want, dim);
+    }
+}
+
+TEST_P(kernel_table_test, swiglu_matches_reference) {
+  for (int dim : sizes_in)
+    for (int n_tokens : sizes_tokens) {
+      SCOPED_TRACE("dim=" + std::to_string(dim) + " n_tokens=" + std::to_string(n_tokens));
+      auto gate = random_vector(static_cast<std::size_t>(n_tokens) * dim, rng_, -12.0f, 12.0f);
+      const auto up = random_vector(gate.size(), rng_, -2.0f, 2.0f);
+      std::vector<float> want = gate;
+      ops::swiglu(kt(), gate.data(), up.data(), n_tokens, dim);
+      reference::swiglu(want.data(), up.data(), static_cast<int>(want.size()));
+      // Elementwise, so a pure relative bound: the exp polynomial must be accurate to ~1e-6.
+      for (std::size_t i = 0; i < gate.size(); ++i)
+        ASSERT_NEAR(gate[i], want[i], 1e-6f * std::abs(want[i]) + 1e-30f) << "element " << i;
+    }
+}
+
+TEST_P(kernel_table_test, swiglu_extreme_inputs_stay_finite) {
+  std::vector<float> gate = {-1e30f, -1000.0f, -104.5f, -100.0f, -89.0f, -88.5f, -87.0f, -50.0f, -20.0f, -1e-20f,
+                             0.0f,   1e-20f,   20.0f,   50.0f,   87.0f,  88.5f,  89.0f,  100.0f, 1000.0f, 1e30f};
+  const std::vector<float> up(gate.size(), 0.75f), inputs = gate;
+  std::vector<float> want = gate;
+  kt().swiglu(gate.data(), up.data(), static_cast<int>(gate.size()));
+  reference::swiglu(want.data(), up.data(), static_cast<int>(want.size()));
+  for (std::size_t i = 0; i < gate.size(); ++i) {
+    SCOPED_TRACE("g=" + std::to_string(inputs[i]));
+    ASSERT_TRUE(std::isfinite(gate[i]));
+    EXPECT_NEAR(gate[i], want[i], 1e-6f * std::abs(want[i]) + 1e-30f);
+  }
+}
+
+TEST_P(kernel_table_test, dot_axpy_match_scalar_loops) {
+  for (int n : {1, 3, 8, 12, 15, 16, 17, 31, 33, 63, 64, 65, 100, 768, 172}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    const auto a = random_vector(n, rng_), b = random_vector(n, rng_);
+    double want_dot = 0.0, want_ss = 0.0;
+    for (int i = 0; i < n; ++i) want_dot += static_cast<double>(a[i]) * b[i], want_ss += static_cast<double>(a[i]) * a[i];
+    EXPECT_NEAR(kt().dot(a.data(), b.data(), n), want_dot, 1e-5 * std::sqrt(n) * (std::abs(want_dot) + 1.0));
+    EXPECT_NEAR(kt().sum_squares(a.data(), n), want_ss, 1e-5 * std::sqrt(n) * want_ss);
+    // Guard words around y catch masked tails that write past n.
+    std::vector<float> y = random_vector(n + 2, rng_), want(y);
+    kt().axpy(y.data() + 1, 0.37f, a.data(), n);
+    for (int i = 0; i < n; ++i) want[i + 1] += 0.37f * a[i];
+    expect_close(y, want, 1);
+  }
+}
+
+// Builds a paged KV pool with shuffled block tables and a step mixing decode tokens and
+// chunked-prefill tokens, then compares ops::paged_attention with the reference.
+void check_paged_attention(const kernel_table& kt, int n_heads, int n_kv_heads, int head_size, std::mt19937& rng) {
+  constexpr int block_size = 16;
+  const int kv_dim = n_kv_heads * head_size;
+  // (sequence length, tokens of this step at its end): decode steps and prefill chunks.
+  const std::vector<std::pair<int, int>> seqs = {{1, 1}, {17, 1}, {40, 16}, {5, 5}, {33, 7}, {64, 1}, {100, 3}};
+  std::vector<std::int32_t> block_tables, seq_block_offset, seq_of_token, pos_of_token;
+  int n_blocks = 0;
+  for (auto [len, n_step] : seqs) n_blocks += (len + block_size - 1) / block_size;
+  n_blocks += 3;  // unused blocks, so tables do not cover the pool exactly
+  std::vector<std::int32_t> free_blocks(n_blocks);
+  std::iota(free_blocks.begin(), free_blocks.end(), 0);
+  std::shuffle(free_blocks.begin(), free_blocks.end(), rng);
+  int next_free = 0, max_context = 0;
+  for (std::size_t s = 0; s < seqs.size(); ++s) {
+    const auto [len, n_step] = seqs[s];
+    seq_block_offset.push_back(static_cast<std::int32_t>(block_tables.size()));
+    for (int b = 0; b < (len + block_size - 1) / block_size; ++b) block_tables.push_back(free_blocks[next_free++]);
+    for (int p = len - n_step; p < len; ++p) {
+      seq_of_token.push_back(static_cast<std::int32_t>(s));
+      pos_of_token.push_back(p);
+    }
+    max_context = std::max(max_context, len);
+  }
+  const std::size_t block_stride = static_cast<std::size_t>(block_size) * kv_dim;
+  auto k_pool = random_vector(n_blocks * block_stride, rng, -2.0f, 2.0f);
+  auto v_pool = random_vector(n_blocks * block_stride, rng);
+  const paged_kv_layer kv{k_pool.data(), v_pool.data(), block_stride, block_size, kv_dim};
+  const int n_tokens = static_cast<int>(seq_of_token.size());
+  const attention_batch batch{seq_of_token.data(), pos_of_token.data(), block_tables.data(),
+                              seq_block_offset.data(), n_tokens, max_context};
+  const int dim = n_heads * head_size;
+  const auto q = random_vector(static_cast<std::size_t>(n_tokens) * dim, rng, -2.0f, 2.0f);
+  std::vector<float> got(q.size(), -7.0f), want(q.size(), 7.0f);
+  ops::paged_attention(kt, got.data(), q.data(), kv, batch, n_heads, n_kv_heads, head_size);
+  reference::paged_attention(want.data(), q.data(), kv, batch, n_heads, n_kv_heads, head_size);
+  expect_close(got, want, std::max(max_context, head_size));
+}
+
+TEST_P(kernel_table_test, paged_attention_matches_reference) {
+  for (int head_size : {8, 12, 64}) {
+    SCOPED_TRACE("GQA 8/4 head_size=" + std::to_string(head_size));
+    check_paged_attention(kt(), 8, 4, head_size, rng_);
+  }
+  SCOPED_TRACE("MHA 4/4 head_size=12");
+  check_paged_attention(kt(), 4, 4, 12, rng_);
+}
+
+// out rows must not depend on which tokens share the step nor on how the output rows are split.
+TEST_P(kernel_table_test, matmul_is_batch_invariant) {
+  constexpr int n_batch = 37;
+  for (int n_in : {1, 17, 100, 768, 172}) {
+    const int n_out = 45;
+    SCOPED_TRACE("n_in=" + std::to_string(n_in));
+    const auto x = random_vector(static_cast<std::size_t>(n_batch) * n_in, rng_);
+    const auto w = random_vector(static_cast<std::size_t>(n_out) * n_in, rng_);
+    std::vector<float> batched(static_cast<std::size_t>(n_batch) * n_out);
+    ops::matmul(kt(), batched.data(), x.data(), w.data(), n_batch, n_in, n_out);
+    std::vector<float> alone(n_out);
+    for (int t = 0; t < n_batch; ++t) {
+      ops::matmul(kt(), alone.data(), x.data() + static_cast<std::size_t>(t) * n_in, w.data(), 1, n_in, n_out);
+      for (int o = 0; o < n_out; ++o) ASSERT_EQ(alone[o], batched[static_cast<std::size_t>(t) * n_out + o]) << "t=" << t << " o=" << o;
+      EXPECT_EQ(0, std::memcmp(alone.data(), batched.data() + static_cast<std::size_t>(t) * n_out, n_out * sizeof(float)));
+    }
+    // Every smaller batch starting at each offset (all token-group tail sizes) matches too.
+    for (int n_sub : {2, 3, 4, 5, 6, 7}) {
+      std::vector<float> sub(static_cast<std::size_t>(n_sub) * n_out);
+      for (int t0 : {0, 1, n_batch - n_sub}) {
+        ops::matmul(kt(), sub.data(), x.data() + static_cast<std::size_t>(t0) * n_in, w.data(), n_sub, n_in, n_out);
+        ASSERT_EQ(0, std::memcmp(sub.data(), batched.data() + static_cast<std::size_t>(t0) * n_out, sub.size() * sizeof(float)))
+            << "n_sub=" << n_sub << " t0=" << t0;
+      }
+    }
+    // Output rows split at odd places, through the table and through ops on a slice of w.
+    std::vector<float> split(batched.size(), 0.0f);
+    const int cuts[] = {0, 1, 6, 13, 14, 31, n_out};
+    for (std::size_t c = 0; c + 1 < std::size(cuts); ++c)
+      kt().matmul_rows(split.data(), x.data(), w.data(), n_batch, n_in, n_out, cuts[c], cuts[c + 1]);
+    ASSERT_EQ(0, std::memcmp(split.data(), batched.data(), batched.size() * sizeof(float)));
+    for (std::size_t c = 0; c + 1 < std::size(cuts); ++c) {
+      const int n_slice = cuts[c + 1] - cuts[c];
+      std::vector<float> slice(static_cast<std::size_t>(n_batch) * n_slice);
+      ops::matmul(kt(), slice.data(), x.data(), w.data() + static_cast<std::size_t>(cuts[c]) * n_in, n_batch, n_in, n_slice);
+      for (int t = 0; t < n_batch; ++t)
+        ASSERT_EQ(0, std::memcmp(slice.data() + static_cast<std::size_t>(t) * n_slice,
+                                 batched.data() + static_cast<std::size_t>(t) * n_out + cuts[c], n_slice * sizeof(float)))
+            << "slice " << c << " t=" << t;
+    }
+  }
+}
+
+std::vector<const kernel_table*> supported_tables() {
+  const auto tables = kernel_tables_supported();
+  return {tables.begin(), tables.end()};
+}
+
+INSTANTIATE_TEST_SUITE_P(all_isas, kernel_table_test, testing::ValuesIn(supported_tables()),
+                         [](const testing::TestParamInfo<const kernel_table*>& info) {
+                           return std::string(isa_name(info.param->which));
+                         });
+
+TEST(kernels, rope_matches_reference) {
+  std::mt19937 rng(99);
+  std::uniform_int_distribution<std::int32_t> pos_dist(0, 4095);
+  for (int head_size : {8, 12, 64})
+    for (int n_tokens : sizes_tokens) {
+      SCOPED_TRACE("head_size=" + std::to_string(head_size) + " n_tokens=" + std::to_string(n_tokens));
+      const int n_heads = 8;
+      auto got = random_vector(static_cast<std::size_t>(n_tokens) * n_heads * head_size, rng);
+      auto want = got;
+      std::vector<std::int32_t> positions(n_tokens);
+      for (auto& p : positions) p = pos_dist(rng);
+      ops::rope(got.data(), positions.data(), n_tokens, n_heads, head_size, 10000.0f);
+      reference::rope(want.data(), positions.data(), n_tokens, n_heads, head_size, 10000.0f);
+      expect_close(got, want, 1);
+    }
+}
+
+TEST(kernels, table_select_by_name) {
+  const kernel_table* scalar = kernel_table_select("scalar");
+  ASSERT_NE(scalar, nullptr);
+  EXPECT_EQ(scalar->which, isa::scalar);
+  EXPECT_EQ(kernel_table_select("bogus"), nullptr);
+  ASSERT_FALSE(kernel_tables_supported().empty());
+  EXPECT_EQ(kernel_table_select("auto"), kernel_tables_supported().front());
+  EXPECT_EQ(kernel_table_select(), kernel_tables_supported().front());
+  for (const kernel_table* t : kernel_tables_supported()) EXPECT_EQ(kernel_table_select(isa_name(t->which)), t);
+  EXPECT_EQ(kernel_tables_supported().back()->which, isa::scalar);
+}
+
+}  // namespace
+}  // namespace pagedserve::kernels
