@@ -49,7 +49,7 @@ void scheduler_actor::on(step_allocated m) {
   if (m.step != step_) return;  // stale
   if (m.refused) {
     if (auto victim = policy_.on_allocation_refused(plan_, *m.refused)) {
-      log_->info("[{}] preempted: KV pool full", victim->value);
+      log_->debug("[{}] preempted: KV pool full", victim->value);
       kv_->tell(free_sequences{{*victim}});
     }
     if (plan_.empty()) {

@@ -1,0 +1,103 @@
+#pragma once
+// Drives the real engine (scheduler, KV allocator, executor actors) and request actors in-process:
+// a recording client_link stands in for the WebSocket session and parses the frames it is given.
+#include <simdjson.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+
+#include <map>
+#include <mutex>
+
+#include "actors/engine.hpp"
+#include "actors/request_actor.hpp"
+
+namespace pagedserve::test {
+
+struct recorded_request {
+  std::vector<token_id> ids;
+  std::string text;
+  std::string finish_reason;  // from done
+  std::string error_code;     // from error
+  int n_final = 0;            // done + error frames: must end at exactly 1
+  int completion_tokens = 0;
+};
+
+class recording_link : public client_link {
+ public:
+  void send_frame(std::string frame) override {
+    std::lock_guard lock(mutex_);
+    simdjson::dom::parser parser;
+    simdjson::dom::element e = parser.parse(frame);
+    const std::string id{std::string_view(e["id"])};
+    recorded_request& r = requests_[id];
+    const std::string_view type(e["type"]);
+    if (type == "token") {
+      r.text += std::string_view(e["text"]);
+      for (auto v : e["token_ids"].get_array()) r.ids.push_back(static_cast<token_id>(int64_t(v)));
+    } else if (type == "done") {
+      ++r.n_final;
+      r.finish_reason = std::string_view(e["finish_reason"]);
+      r.completion_tokens = static_cast<int>(int64_t(e["usage"]["completion_tokens"]));
+    } else {
+      ++r.n_final;
+      r.error_code = std::string_view(e["code"]);
+    }
+  }
+  void request_ended(const std::string&) override {
+    std::lock_guard lock(mutex_);
+    ++n_ended_;
+  }
+  int n_ended() {
+    std::lock_guard lock(mutex_);
+    return n_ended_;
+  }
+  std::map<std::string, recorded_request> requests() {
+    std::lock_guard lock(mutex_);
+    return requests_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, recorded_request> requests_;
+  int n_ended_ = 0;
+};
+
+inline std::shared_ptr<request_actor> start_request(engine& e, std::shared_ptr<recording_link> link, std::string id,
+                                                    std::string prompt, sampling_params params) {
+  generate_command g;
+  g.id = std::move(id);
+  g.prompt = std::move(prompt);
+  g.params = std::move(params);
+  auto actor = std::make_shared<request_actor>(e.executor(), e, std::move(link), std::move(g));
+  actor->tell(start_generation{});
+  return actor;
+}
+
+// Runs io until pred() holds (checked between handlers); false on timeout.
+template <class Pred>
+bool run_until(boost::asio::io_context& io, Pred pred, std::chrono::seconds limit = std::chrono::seconds(60)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    io.restart();
+    io.run_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+inline engine_status status_of(boost::asio::io_context& io, engine& e) {
+  std::optional<engine_status> s;
+  std::mutex m;
+  e.report_status([&](engine_status st) {
+    std::lock_guard lock(m);
+    s = st;
+  });
+  run_until(io, [&] {
+    std::lock_guard lock(m);
+    return s.has_value();
+  });
+  return *s;
+}
+
+}  // namespace pagedserve::test
