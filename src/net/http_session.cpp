@@ -3,7 +3,10 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
 
 #include "actors/logger.hpp"
 #include "net/ws_session.hpp"
@@ -25,6 +28,16 @@ std::string error_body(std::string_view message, std::string_view type, std::str
   return out;
 }
 
+// Resident set size of this process, from /proc (0 where unavailable).
+std::uint64_t resident_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  unsigned long long pages_total = 0, pages_resident = 0;
+  const int n = std::fscanf(f, "%llu %llu", &pages_total, &pages_resident);
+  std::fclose(f);
+  return n == 2 ? pages_resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) : 0;
+}
+
 std::string health_body(const engine& e, const engine_status& s) {
   std::string out = R"({"status":"ok","model":)";
   json_append_string(out, e.served_model().name);
@@ -33,7 +46,7 @@ std::string health_body(const engine& e, const engine_status& s) {
          R"(,"kv_blocks_free":)" + std::to_string(s.kv.blocks_free) + R"(,"kv_block_size":)" +
          std::to_string(s.kv.block_size) + R"(,"kv_sequences":)" + std::to_string(s.kv.sequences) +
          R"(,"preemptions":)" + std::to_string(s.scheduler.preemptions) + R"(,"steps":)" +
-         std::to_string(s.scheduler.steps) + R"(,"version":")" PAGEDSERVE_VERSION R"("})";
+         std::to_string(s.scheduler.steps) + R"(,"rss_bytes":)" + std::to_string(resident_bytes()) + R"(,"version":")" PAGEDSERVE_VERSION R"("})";
   return out;
 }
 

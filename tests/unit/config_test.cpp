@@ -1,0 +1,48 @@
+// Config files: defaults, overrides, and every problem reported together.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "pagedserve/config.hpp"
+
+namespace pagedserve {
+namespace {
+
+std::filesystem::path write_temp(const std::string& name, const std::string& text) {
+  auto p = std::filesystem::temp_directory_path() / ("pagedserve_cfg_" + std::to_string(::getpid()) + name);
+  std::ofstream(p) << text;
+  return p;
+}
+
+TEST(config, the_shipped_default_loads_and_validates) {
+  // tests/unit/config_test.cpp -> the repository's config/default.json
+  auto c = config_load(std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "config" / "default.json");
+  ASSERT_TRUE(c.has_value()) << c.error().front();
+  EXPECT_TRUE(config_validate(*c).empty());
+  EXPECT_EQ(c->engine.block_size, 16);
+}
+
+TEST(config, values_override_defaults) {
+  auto c = config_load(write_temp("a.json", R"({"server":{"port":9000},"engine":{"kv_blocks":7,"kernels":"scalar"}})"));
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->server.port, 9000);
+  EXPECT_EQ(c->engine.kv_blocks, 7);
+  EXPECT_EQ(c->engine.kernels, "scalar");
+  EXPECT_EQ(c->engine.max_num_seqs, engine_config{}.max_num_seqs);
+}
+
+TEST(config, unknown_keys_and_wrong_types_are_all_reported) {
+  auto c = config_load(write_temp("b.json", R"({"server":{"port":"x","colour":1},"engine":{"kv_blocks":1.5},"extra":{}})"));
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().size(), 4u);
+  config bad;
+  bad.engine.kv_blocks = 0;
+  bad.engine.kernels = "gpu";
+  bad.server.port = 70000;
+  EXPECT_EQ(config_validate(bad).size(), 3u);
+  EXPECT_FALSE(config_load(write_temp("c.json", "{not json")).has_value());
+}
+
+}  // namespace
+}  // namespace pagedserve

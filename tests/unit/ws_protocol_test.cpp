@@ -1,0 +1,97 @@
+// Client frames: every accepted shape parses, every bad one gets its stable code; server frames are JSON.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include "pagedserve/ws_protocol.hpp"
+
+namespace pagedserve {
+namespace {
+
+std::string code_of(std::string_view frame) {
+  auto f = parse_client_frame(frame);
+  auto* e = std::get_if<protocol_error>(&f);
+  return e ? e->code : "accepted";
+}
+
+TEST(ws_protocol, generate_with_every_param) {
+  auto f = parse_client_frame(
+      R"({"type":"generate","id":"r1","prompt":"hi","params":{"max_tokens":5,"temperature":0.5,"top_p":0.9,)"
+      R"("top_k":40,"min_p":0.05,"seed":7,"stop":["a","b"],"ignore_eos":true}})");
+  auto* g = std::get_if<generate_command>(&f);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->id, "r1");
+  EXPECT_EQ(*g->prompt, "hi");
+  EXPECT_EQ(g->params.max_tokens, 5);
+  EXPECT_FLOAT_EQ(g->params.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(g->params.top_p, 0.9f);
+  EXPECT_EQ(g->params.top_k, 40);
+  EXPECT_FLOAT_EQ(g->params.min_p, 0.05f);
+  EXPECT_EQ(g->params.seed, 7u);
+  EXPECT_EQ(g->params.stop, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(g->params.ignore_eos);
+}
+
+TEST(ws_protocol, messages_and_cancel) {
+  auto f = parse_client_frame(R"({"type":"generate","id":"m","messages":[{"role":"user","content":"hello"}]})");
+  auto* g = std::get_if<generate_command>(&f);
+  ASSERT_NE(g, nullptr);
+  ASSERT_EQ(g->messages.size(), 1u);
+  EXPECT_EQ(g->messages[0].content, "hello");
+  EXPECT_EQ(g->params.max_tokens, 0) << "absent max_tokens is filled from the context later";
+  auto c = parse_client_frame(R"({"type":"cancel","id":"m"})");
+  ASSERT_TRUE(std::holds_alternative<cancel_command>(c));
+}
+
+TEST(ws_protocol, bad_frames_get_stable_codes) {
+  EXPECT_EQ(code_of("{bad"), "invalid_json");
+  EXPECT_EQ(code_of(""), "invalid_json");
+  EXPECT_EQ(code_of("[1,2]"), "invalid_request");
+  EXPECT_EQ(code_of(R"({"id":"x","prompt":"p"})"), "invalid_request");
+  EXPECT_EQ(code_of(R"({"type":"generate","prompt":"p"})"), "invalid_request");
+  EXPECT_EQ(code_of(R"({"type":"generate","id":5,"prompt":"p"})"), "invalid_request");
+  EXPECT_EQ(code_of(R"({"type":"generate","id":"x"})"), "invalid_request");
+  EXPECT_EQ(code_of(R"({"type":"generate","id":"x","prompt":7})"), "invalid_request");
+  EXPECT_EQ(code_of(R"({"type":"generate","id":"x","prompt":"p","messages":[{"role":"user","content":"c"}]})"),
+            "invalid_request");
+  EXPECT_EQ(code_of(R"({"type":"dance","id":"x"})"), "unknown_type");
+  EXPECT_EQ(code_of(R"({"type":"generate","id":"x","prompt":"p","colour":"red"})"), "unknown_field");
+  EXPECT_EQ(code_of(R"({"type":"generate","id":"x","prompt":"p","params":{"beam":2}})"), "unknown_field");
+  EXPECT_EQ(code_of(R"({"type":"generate","id":"x","prompt":"p","params":{"max_tokens":"ten"}})"), "invalid_request");
+  EXPECT_EQ(code_of(R"({"type":"generate","id":"x","prompt":"p","params":{"max_tokens":0}})"), "invalid_max_tokens");
+  EXPECT_EQ(code_of(R"({"type":"generate","id":"x","prompt":"p","params":{"max_tokens":-3}})"), "invalid_max_tokens");
+  EXPECT_EQ(code_of(R"({"type":"generate","id":"x","prompt":"p","params":{"max_tokens":2.5}})"), "invalid_request");
+  EXPECT_EQ(code_of(R"({"type":"generate","id":"x","prompt":"p","params":{"temperature":"hot"}})"), "invalid_request");
+  EXPECT_EQ(code_of(R"({"type":"generate","id":"x","prompt":"p","params":{"temperature":-1}})"), "invalid_request");
+  EXPECT_EQ(code_of(R"({"type":"generate","id":"x","prompt":"p","params":{"top_p":0}})"), "invalid_request");
+  EXPECT_EQ(code_of(R"({"type":"generate","id":"x","prompt":"p","params":{"stop":[1]}})"), "invalid_request");
+  EXPECT_EQ(code_of(R"({"type":"generate","id":"x","messages":[]})"), "invalid_request");
+  EXPECT_EQ(code_of(R"({"type":"generate","id":"x","messages":[{"role":"robot","content":"c"}]})"), "invalid_request");
+  EXPECT_EQ(code_of(R"({"type":"cancel","id":"x","extra":1})"), "unknown_field");
+}
+
+TEST(ws_protocol, error_frames_carry_the_id_when_it_was_readable) {
+  auto f = parse_client_frame(R"({"type":"generate","id":"abc","prompt":"p","params":{"max_tokens":0}})");
+  EXPECT_EQ(std::get<protocol_error>(f).id, "abc");
+  auto g = parse_client_frame("{bad");
+  EXPECT_FALSE(std::get<protocol_error>(g).id.has_value());
+}
+
+TEST(ws_protocol, server_frames_are_valid_json_for_any_text) {
+  simdjson::dom::parser parser;
+  const std::string nasty = "quote\" backslash\\ newline\n tab\t bell\x07 café 🐶 </script>";
+  const std::string t = encode_token_frame("id\"1", nasty, {1, 2, 3});
+  simdjson::dom::element e;
+  ASSERT_EQ(parser.parse(t).get(e), simdjson::SUCCESS) << t;
+  EXPECT_EQ(std::string_view(e["text"]), nasty);
+  EXPECT_EQ(std::string_view(e["id"]), "id\"1");
+  const std::string d = encode_done_frame("x", finish_reason::cancelled, {3, 4}, {});
+  ASSERT_EQ(parser.parse(d).get(e), simdjson::SUCCESS) << d;
+  EXPECT_EQ(std::string_view(e["finish_reason"]), "cancelled");
+  EXPECT_EQ(int64_t(e["usage"]["total_tokens"]), 7);
+  const std::string err = encode_error_frame(std::nullopt, "invalid_json", "bad");
+  ASSERT_EQ(parser.parse(err).get(e), simdjson::SUCCESS) << err;
+  EXPECT_TRUE(e["id"].is_null());
+}
+
+}  // namespace
+}  // namespace pagedserve
