@@ -86,14 +86,14 @@ void request_actor::on(tokens_generated m) {
     if (command_.params.ignore_eos || std::ranges::find(stop_ids, t) == stop_ids.end()) fresh += detokenizer_->push(t);
   std::string text = release_text(std::move(fresh));
   if (stop_matched_) engine_.scheduler().tell(finish_request{id_, finish_reason::stop});
-  link_->send_frame(encode_token_frame(command_.id, text, m.tokens));
+  link_->send_tokens(command_.id, std::move(text), std::move(m.tokens));
 }
 
 void request_actor::on(request_finished m) {
   if (ended_ || m.id != id_) return;
   if (!stop_matched_) {
     std::string tail = held_ + detokenizer_->flush();
-    if (!tail.empty()) link_->send_frame(encode_token_frame(command_.id, tail, {}));
+    if (!tail.empty()) link_->send_tokens(command_.id, std::move(tail), {});
   }
   const auto now = clock::now();
   auto ms = [](clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };

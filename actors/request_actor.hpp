@@ -23,6 +23,9 @@ namespace pagedserve {
 class client_link {
  public:
   virtual ~client_link() = default;
+  // New text and token ids of a request; a connection may merge several into one token frame.
+  virtual void send_tokens(const std::string& client_id, std::string text, std::vector<token_id> ids) = 0;
+  // An encoded final (done or error) frame.
   virtual void send_frame(std::string frame) = 0;
   // The request's final frame has been sent: the connection forgets client_id.
   virtual void request_ended(const std::string& client_id) = 0;

@@ -44,11 +44,11 @@ void ws_session::on_read(beast::error_code ec, std::size_t bytes) {
     return;
   }
   if (!ws_.got_text()) {
-    enqueue(encode_error_frame(std::nullopt, "binary_frame", "binary frames are not accepted; send JSON text"));
+    enqueue_error(std::nullopt, "binary_frame", "binary frames are not accepted; send JSON text");
   } else if (bytes > config_.max_frame_bytes) {
-    enqueue(encode_error_frame(std::nullopt, "frame_too_large",
+    enqueue_error(std::nullopt, "frame_too_large",
                                "frame of " + std::to_string(bytes) + " bytes exceeds the limit of " +
-                                   std::to_string(config_.max_frame_bytes)));
+                                   std::to_string(config_.max_frame_bytes));
   } else {
     const auto data = buffer_.cdata();
     handle_text({static_cast<const char*>(data.data()), data.size()});
@@ -60,26 +60,26 @@ void ws_session::on_read(beast::error_code ec, std::size_t bytes) {
 void ws_session::handle_text(std::string_view text) {
   client_frame frame = parse_client_frame(text);
   if (auto* err = std::get_if<protocol_error>(&frame)) {
-    enqueue(encode_error_frame(err->id, err->code, err->message));
+    enqueue_error(err->id, err->code, err->message);
     return;
   }
   if (auto* cancel = std::get_if<cancel_command>(&frame)) {
     auto it = requests_.find(cancel->id);
     if (it == requests_.end())
-      enqueue(encode_error_frame(cancel->id, "unknown_id", "no request with this id is in flight"));
+      enqueue_error(cancel->id, "unknown_id", "no request with this id is in flight");
     else
       it->second->tell(cancel_generation{});
     return;
   }
   auto& gen = std::get<generate_command>(frame);
   if (requests_.contains(gen.id)) {
-    enqueue(encode_error_frame(gen.id, "duplicate_id", "a request with this id is already in flight"));
+    enqueue_error(gen.id, "duplicate_id", "a request with this id is already in flight");
     return;
   }
   if (static_cast<int>(requests_.size()) >= config_.max_requests_per_socket) {
-    enqueue(encode_error_frame(gen.id, "too_many_requests",
+    enqueue_error(gen.id, "too_many_requests",
                                "at most " + std::to_string(config_.max_requests_per_socket) +
-                                   " requests may be in flight on one socket"));
+                                   " requests may be in flight on one socket");
     return;
   }
   const std::string client_id = gen.id;
@@ -88,9 +88,29 @@ void ws_session::handle_text(std::string_view text) {
   actor->tell(start_generation{});
 }
 
+void ws_session::send_tokens(const std::string& client_id, std::string text, std::vector<token_id> ids) {
+  asio::post(ws_.get_executor(), [self = shared_from_this(), id = client_id, t = std::move(text),
+                                  i = std::move(ids)]() mutable {
+    if (self->closed_) return;
+    // A client reading slower than the engine writes gets several tokens per frame: merge into this
+    // request's last queued token frame when nothing of it follows and it is not being written.
+    for (auto it = self->outbound_.rbegin(); it != self->outbound_.rend(); ++it) {
+      if (it->client_id != id) continue;
+      const bool in_flight = self->writing_ && std::next(it) == self->outbound_.rend();
+      if (it->frame.empty() && !in_flight) {
+        it->text += t;
+        it->ids.insert(it->ids.end(), i.begin(), i.end());
+        return;
+      }
+      break;
+    }
+    self->enqueue({{}, std::move(id), std::move(t), std::move(i)});
+  });
+}
+
 void ws_session::send_frame(std::string frame) {
   asio::post(ws_.get_executor(), [self = shared_from_this(), f = std::move(frame)]() mutable {
-    self->enqueue(std::move(f));
+    self->enqueue({std::move(f), {}, {}, {}});
   });
 }
 
@@ -98,22 +118,37 @@ void ws_session::request_ended(const std::string& client_id) {
   asio::post(ws_.get_executor(), [self = shared_from_this(), id = client_id] { self->requests_.erase(id); });
 }
 
-void ws_session::enqueue(std::string frame) {
+void ws_session::enqueue_error(const std::optional<std::string>& id, std::string_view code, std::string_view message) {
+  enqueue({encode_error_frame(id, code, message), {}, {}, {}});
+}
+
+void ws_session::enqueue(outbound_frame item) {
   if (closed_) return;
-  if (static_cast<int>(outbound_.size()) >= config_.max_outbound_frames) {
-    // The client stopped reading: end its requests rather than buffer without bound.
+  const auto limit = static_cast<std::size_t>(config_.max_outbound_frames);
+  if (item.frame.empty() && outbound_.size() >= limit) {
+    // The client stopped reading: end its requests rather than buffer tokens without bound. Their
+    // final frames still queue (at most one per request), up to the hard limit below.
     actor_logger("net")->warn("client not reading ({} frames queued): cancelling its requests", outbound_.size());
     close_requests();
     return;
   }
-  outbound_.push_back(std::move(frame));
+  if (outbound_.size() >= 2 * limit) {  // a client that sends but never reads: drop the connection
+    actor_logger("net")->warn("client not reading ({} frames queued): closing the connection", outbound_.size());
+    closed_ = true;
+    close_requests();
+    beast::get_lowest_layer(ws_).close();
+    return;
+  }
+  outbound_.push_back(std::move(item));
   if (!writing_) do_write();
 }
 
 void ws_session::do_write() {
   writing_ = true;
+  outbound_frame& next = outbound_.front();
+  if (next.frame.empty()) next.frame = encode_token_frame(next.client_id, next.text, next.ids);
   ws_.text(true);
-  ws_.async_write(asio::buffer(outbound_.front()), beast::bind_front_handler(&ws_session::on_write, shared_from_this()));
+  ws_.async_write(asio::buffer(next.frame), beast::bind_front_handler(&ws_session::on_write, shared_from_this()));
 }
 
 void ws_session::on_write(beast::error_code ec, std::size_t) {

@@ -19,6 +19,7 @@ class ws_session : public client_link, public std::enable_shared_from_this<ws_se
   // Completes the upgrade the HTTP session read, then starts reading frames.
   void run(http::request<http::string_body> upgrade);
 
+  void send_tokens(const std::string& client_id, std::string text, std::vector<token_id> ids) override;
   void send_frame(std::string frame) override;
   void request_ended(const std::string& client_id) override;
 
@@ -27,7 +28,15 @@ class ws_session : public client_link, public std::enable_shared_from_this<ws_se
   void do_read();
   void on_read(beast::error_code ec, std::size_t bytes);
   void handle_text(std::string_view text);
-  void enqueue(std::string frame);
+  // One queued frame: an encoded one, or a token frame still open to more tokens of its request.
+  struct outbound_frame {
+    std::string frame;      // encoded; empty while this is an open token frame
+    std::string client_id;  // token frames: whose tokens
+    std::string text;
+    std::vector<token_id> ids;
+  };
+  void enqueue(outbound_frame item);
+  void enqueue_error(const std::optional<std::string>& id, std::string_view code, std::string_view message);
   void do_write();
   void on_write(beast::error_code ec, std::size_t bytes);
   void close_requests();
@@ -36,7 +45,7 @@ class ws_session : public client_link, public std::enable_shared_from_this<ws_se
   beast::flat_buffer buffer_;
   engine& engine_;
   const server_config& config_;
-  std::deque<std::string> outbound_;
+  std::deque<outbound_frame> outbound_;  // front is being written when writing_
   bool writing_ = false;
   bool closed_ = false;
   std::unordered_map<std::string, std::shared_ptr<request_actor>> requests_;  // by client id

@@ -25,6 +25,9 @@ struct recorded_request {
 
 class recording_link : public client_link {
  public:
+  void send_tokens(const std::string& client_id, std::string text, std::vector<token_id> ids) override {
+    send_frame(encode_token_frame(client_id, text, ids));
+  }
   void send_frame(std::string frame) override {
     std::lock_guard lock(mutex_);
     simdjson::dom::parser parser;

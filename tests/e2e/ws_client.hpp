@@ -182,8 +182,8 @@ inline std::expected<server_frame, std::string> parse_server_frame(const std::st
     for (auto v : ids) f.token_ids.push_back(std::int64_t(v));
   simdjson::dom::object usage, timings;
   if (obj["usage"].get(usage) == simdjson::SUCCESS) {
-    (void)usage["prompt_tokens"].get(f.prompt_tokens);
-    (void)usage["completion_tokens"].get(f.completion_tokens);
+    if (usage["prompt_tokens"].get(f.prompt_tokens) != simdjson::SUCCESS) f.prompt_tokens = -1;
+    if (usage["completion_tokens"].get(f.completion_tokens) != simdjson::SUCCESS) f.completion_tokens = -1;
   }
   f.has_timings = obj["timings"].get(timings) == simdjson::SUCCESS;
   return f;
