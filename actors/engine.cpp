@@ -13,7 +13,8 @@ engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const mod
       stop_ids_{tokenizer_->bos_id(), tokenizer_->eos_id()},
       kv_(ex, config.kv_blocks, config.block_size),
       scheduler_(ex,
-                 scheduler_limits{config.max_num_seqs, config.max_num_batched_tokens, model_->config.seq_len},
+                 scheduler_limits{config.max_num_seqs, config.max_num_batched_tokens, model_->config.seq_len,
+                                  config.max_waiting},
                  config.block_size),
       executor_(model_, executor_options{config.kv_blocks, config.block_size, config.max_num_batched_tokens,
                                          config.threads, kernels::kernel_table_select(config.kernels)}) {

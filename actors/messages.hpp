@@ -27,10 +27,16 @@ struct request_finished {
   finish_reason reason;
   usage used;
 };
+struct request_rejected {  // not admitted: the waiting queue is full
+  request_id id;
+  std::string code;
+  std::string message;
+};
 // From the client's connection:
 struct start_generation {};   // tokenize, validate against the context, submit
 struct cancel_generation {};  // the client sent cancel or went away
-using request_mailbox = std::variant<tokens_generated, request_finished, start_generation, cancel_generation>;
+using request_mailbox =
+    std::variant<tokens_generated, request_finished, request_rejected, start_generation, cancel_generation>;
 
 // ---- SchedulerActor mailbox ----
 struct submit_request {  // from a RequestActor

@@ -111,6 +111,11 @@ void request_actor::on(request_finished m) {
   link_->request_ended(command_.id);
 }
 
+void request_actor::on(request_rejected m) {
+  if (ended_ || m.id != id_) return;
+  fail(m.code, m.message);
+}
+
 void request_actor::fail(std::string_view code, std::string_view message) {
   ended_ = true;
   link_->send_frame(encode_error_frame(command_.id, code, message));

@@ -41,6 +41,7 @@ class request_actor : public actor<request_actor, request_mailbox>,
   void on(cancel_generation);
   void on(tokens_generated m);
   void on(request_finished m);
+  void on(request_rejected m);
 
  private:
   std::vector<token_id> render_prompt() const;

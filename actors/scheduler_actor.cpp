@@ -16,8 +16,11 @@ void scheduler_actor::on(submit_request m) {
   s.tokens = std::move(m.prompt);
   s.params = std::move(m.params);
   s.stop_ids = std::move(m.stop_ids);
+  if (!policy_.add(std::move(s))) {
+    m.reply_to->tell(request_rejected{m.id, "queue_full", "the server's waiting queue is full; retry later"});
+    return;
+  }
   reply_to_[m.id] = std::move(m.reply_to);
-  policy_.add(std::move(s));
   start_step_if_idle();
 }
 

@@ -5,6 +5,7 @@
 //
 // Mailbox: submit_request, finish_request (request actors); step_allocated (KvAllocator);
 //          step_executed (Executor); report_scheduler_status (network edge).
+// Replies request_rejected at once when the waiting queue is full.
 // Replies: tokens_generated / request_finished to each request's reply_to; free_sequences to the
 //          allocator when sequences finish or are preempted (only between steps, never while the
 //          executor may still write their blocks).

@@ -20,6 +20,7 @@ struct scheduler_limits {
   int max_num_seqs = 64;              // sequences per step
   int max_num_batched_tokens = 512;   // tokens per step (decode tokens + prefill chunk tokens)
   int context_len = 0;                // positions a sequence may use (the model's seq_len)
+  int max_waiting = 1024;             // queued sequences before new ones are refused
 };
 
 // A sequence as the scheduler tracks it.
@@ -57,7 +58,8 @@ class scheduler_policy {
  public:
   explicit scheduler_policy(scheduler_limits limits) : limits_(limits) {}
 
-  void add(sequence s);
+  // Queues a sequence; false (and nothing queued) when the waiting queue is full.
+  bool add(sequence s);
   // Asks to end a sequence with `reason` at the next step boundary.
   void request_finish(request_id id, finish_reason reason);
 

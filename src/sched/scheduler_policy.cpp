@@ -6,7 +6,11 @@
 
 namespace pagedserve {
 
-void scheduler_policy::add(sequence s) { waiting_.push_back(std::move(s)); }
+bool scheduler_policy::add(sequence s) {
+  if (static_cast<int>(waiting_.size()) >= limits_.max_waiting) return false;
+  waiting_.push_back(std::move(s));
+  return true;
+}
 
 void scheduler_policy::request_finish(request_id id, finish_reason reason) { pending_finish_.emplace(id, reason); }
 

@@ -166,3 +166,18 @@ TEST(scheduler_policy, a_running_sequence_without_room_preempts_the_newest_for_r
 
 }  // namespace
 }  // namespace pagedserve
+
+namespace pagedserve {
+namespace {
+
+TEST(scheduler_policy, a_full_waiting_queue_refuses_new_sequences) {
+  scheduler_limits limits{8, 100, 512, 2};
+  scheduler_policy p(limits);
+  EXPECT_TRUE(p.add(make_seq(1, 2, 5)));
+  EXPECT_TRUE(p.add(make_seq(2, 2, 5)));
+  EXPECT_FALSE(p.add(make_seq(3, 2, 5)));
+  EXPECT_EQ(p.n_waiting(), 2);
+}
+
+}  // namespace
+}  // namespace pagedserve
