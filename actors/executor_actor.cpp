@@ -25,7 +25,7 @@ executor_actor::~executor_actor() {
 
 void executor_actor::on(execute_step m) {
   for (request_id id : m.dropped) samplers_.erase(id);
-  for (const sequence_started& s : m.started) samplers_.insert_or_assign(s.id, sampler(*s.params, s.seed));
+  for (const sequence_started& s : m.started) samplers_.insert_or_assign(s.id, sampler(*s.params, s.seed, s.prompt));
 
   step_executed reply{m.step, {}};
   reply.sampled.reserve(m.sample_for.size());
@@ -35,7 +35,15 @@ void executor_actor::on(execute_step m) {
     for (std::size_t r = 0; r < m.sample_for.size(); ++r) {
       auto it = samplers_.find(m.sample_for[r]);
       ps_check(it != samplers_.end(), "executor: sampling a sequence it was never told about");
-      reply.sampled.push_back(it->second.sample(logits + r * vocab, vocab));
+      sampler& s = it->second;
+      if (s.wants_logprobs()) {
+        token_logprobs lp;
+        reply.sampled.push_back(s.sample(logits + r * vocab, vocab, &lp));
+        reply.logprobs.emplace_back(std::move(lp));
+      } else {
+        reply.sampled.push_back(s.sample(logits + r * vocab, vocab));
+        reply.logprobs.emplace_back();
+      }
     }
   });
   scheduler_->tell(std::move(reply));

@@ -21,6 +21,7 @@ namespace pagedserve {
 struct tokens_generated {
   request_id id;
   std::vector<token_id> tokens;
+  std::vector<token_logprobs> logprobs;  // parallel to tokens when the request asked, else empty
 };
 struct request_finished {
   request_id id;
@@ -58,6 +59,7 @@ struct step_allocated {  // from the KvAllocatorActor
 struct step_executed {  // from the ExecutorActor
   step_id step;
   std::vector<token_id> sampled;  // one per sampling chunk, in plan order
+  std::vector<std::optional<token_logprobs>> logprobs;  // parallel to sampled; set where asked
 };
 struct scheduler_status {
   int running = 0;
@@ -95,6 +97,7 @@ struct sequence_started {
   request_id id;
   std::shared_ptr<const sampling_params> params;
   std::uint64_t seed;
+  std::vector<token_id> prompt;  // for the repetition penalty
 };
 struct execute_step {
   step_id step;

@@ -86,18 +86,18 @@ void request_actor::on(tokens_generated m) {
     if (command_.params.ignore_eos || std::ranges::find(stop_ids, t) == stop_ids.end()) fresh += detokenizer_->push(t);
   std::string text = release_text(std::move(fresh));
   if (stop_matched_) engine_.scheduler().tell(finish_request{id_, finish_reason::stop});
-  link_->send_tokens(command_.id, std::move(text), std::move(m.tokens));
+  link_->send_tokens(command_.id, {std::move(text), std::move(m.tokens), std::move(m.logprobs)});
 }
 
 void request_actor::on(request_finished m) {
   if (ended_ || m.id != id_) return;
   if (!stop_matched_) {
     std::string tail = held_ + detokenizer_->flush();
-    if (!tail.empty()) link_->send_tokens(command_.id, std::move(tail), {});
+    if (!tail.empty()) link_->send_tokens(command_.id, {std::move(tail), {}, {}});
   }
   const auto now = clock::now();
   auto ms = [](clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
-  timings t;
+  request_timings t;
   t.total_ms = ms(now - accepted_at_);
   if (n_generated_ > 0) {
     t.time_to_first_token_ms = ms(first_token_at_ - accepted_at_);
@@ -107,8 +107,7 @@ void request_actor::on(request_finished m) {
   const finish_reason reason = stop_matched_ ? finish_reason::stop : m.reason;
   ended_ = true;
   log_->debug("[{}] done: {}, {} tokens", id_.value, finish_reason_name(reason), m.used.completion_tokens);
-  link_->send_frame(encode_done_frame(command_.id, reason, m.used, t));
-  link_->request_ended(command_.id);
+  link_->send_final(command_.id, {reason, m.used, t, {}, {}});
 }
 
 void request_actor::on(request_rejected m) {
@@ -118,8 +117,7 @@ void request_actor::on(request_rejected m) {
 
 void request_actor::fail(std::string_view code, std::string_view message) {
   ended_ = true;
-  link_->send_frame(encode_error_frame(command_.id, code, message));
-  link_->request_ended(command_.id);
+  link_->send_final(command_.id, {std::nullopt, {}, {}, std::string(code), std::string(message)});
 }
 
 }  // namespace pagedserve

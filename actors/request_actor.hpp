@@ -1,35 +1,24 @@
 #pragma once
 // RequestActor: one per generate request. Validates it against the model (prompt and max_tokens
 // within the context), tokenizes, submits it to the scheduler, then turns the sampled ids into text
-// (UTF-8 safe, stop strings) and frames for its client. Ends with exactly one done or error frame.
+// (UTF-8 safe, stop strings) and events for its client_link. Ends with exactly one final event.
 //
 // Mailbox: start_generation, cancel_generation (the connection); tokens_generated, request_finished
 //          (the scheduler).
-// Sends: submit_request / finish_request to the scheduler; frames to its client_link.
+// Sends: submit_request / finish_request to the scheduler; token and final events to its client_link.
 #include <spdlog/logger.h>
 
 #include <chrono>
 #include <memory>
 #include <string>
 
+#include "actors/client_link.hpp"
 #include "actors/engine.hpp"
 #include "actors/messages.hpp"
 #include "pagedserve/tokenizer.hpp"
-#include "pagedserve/ws_protocol.hpp"
+#include "pagedserve/ws_protocol.hpp"  // generate_command
 
 namespace pagedserve {
-
-// How a request actor reaches its client's connection. Both calls may come from any thread.
-class client_link {
- public:
-  virtual ~client_link() = default;
-  // New text and token ids of a request; a connection may merge several into one token frame.
-  virtual void send_tokens(const std::string& client_id, std::string text, std::vector<token_id> ids) = 0;
-  // An encoded final (done or error) frame.
-  virtual void send_frame(std::string frame) = 0;
-  // The request's final frame has been sent: the connection forgets client_id.
-  virtual void request_ended(const std::string& client_id) = 0;
-};
 
 class request_actor : public actor<request_actor, request_mailbox>,
                       public std::enable_shared_from_this<request_actor> {

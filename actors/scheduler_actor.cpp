@@ -34,7 +34,7 @@ void scheduler_actor::start_step_if_idle() {
   if (step_in_flight_) return;
   std::vector<sequence_update> finished;
   plan_ = policy_.plan_step(finished);
-  deliver(finished);
+  deliver(finished, {});
   if (plan_.empty()) return;
   step_in_flight_ = true;
   ++step_.value;
@@ -71,7 +71,7 @@ void scheduler_actor::on(step_allocated m) {
     if (known_to_executor_.insert(c.id).second) {
       const sequence* s = policy_.find(c.id);
       const std::uint64_t seed = s->params->seed ? *s->params->seed : seed_source_();
-      e.started.push_back({c.id, s->params, seed});
+      e.started.push_back({c.id, s->params, seed, {s->tokens.begin(), s->tokens.begin() + s->n_prompt}});
     }
   }
   executor_->tell(std::move(e));
@@ -99,21 +99,29 @@ std::shared_ptr<step_batch> scheduler_actor::build_batch(const std::vector<std::
 void scheduler_actor::on(step_executed m) {
   if (m.step != step_) return;  // stale
   auto updates = policy_.on_step_executed(plan_, m.sampled);
-  deliver(updates);
+  // Updates come one per sampled row, in the same order as the executor's logprobs.
+  std::vector<std::vector<token_logprobs>> logprobs(updates.size());
+  for (std::size_t i = 0; i < updates.size() && i < m.logprobs.size(); ++i)
+    if (m.logprobs[i]) logprobs[i].push_back(std::move(*m.logprobs[i]));
+  deliver(updates, std::move(logprobs));
   step_in_flight_ = false;
   start_step_if_idle();
 }
 
-void scheduler_actor::deliver(std::vector<sequence_update>& updates) {
+void scheduler_actor::deliver(std::vector<sequence_update>& updates,
+                              std::vector<std::vector<token_logprobs>> logprobs) {
   // Blocks are freed before the client can hear its request ended, so /health after `done` is exact.
   std::vector<request_id> to_free;
   for (const sequence_update& u : updates)
     if (u.finished) to_free.push_back(u.id);
   if (!to_free.empty()) kv_->tell(free_sequences{to_free});
-  for (sequence_update& u : updates) {
+  for (std::size_t i = 0; i < updates.size(); ++i) {
+    sequence_update& u = updates[i];
     auto it = reply_to_.find(u.id);
     ps_check(it != reply_to_.end(), "update for a request with no reply address");
-    if (!u.new_tokens.empty()) it->second->tell(tokens_generated{u.id, std::move(u.new_tokens)});
+    if (!u.new_tokens.empty())
+      it->second->tell(tokens_generated{u.id, std::move(u.new_tokens),
+                                        i < logprobs.size() ? std::move(logprobs[i]) : std::vector<token_logprobs>{}});
     if (!u.finished) continue;
     it->second->tell(request_finished{u.id, *u.finished, u.used});
     reply_to_.erase(it);

@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config git
           libboost1.81-dev libsimdjson-dev libspdlog-dev libfmt-dev libtbb-dev
-          libpcre2-dev libgtest-dev libgmock-dev libbenchmark-dev gnuplot-nox)
+          libpcre2-dev libicu-dev libgtest-dev libgmock-dev libbenchmark-dev gnuplot-nox)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

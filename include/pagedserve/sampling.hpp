@@ -1,9 +1,11 @@
 #pragma once
-// Per-request sampling: greedy, temperature, top-k, top-p, min-p, seeded for reproducibility.
+// Per-request sampling: penalties and logit bias, then greedy or temperature with top-k, top-p and
+// min-p, seeded for reproducibility; optionally the log-probabilities of the choice and its rivals.
 #include <cstdint>
 #include <optional>
 #include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "pagedserve/ids.hpp"
@@ -12,26 +14,47 @@ namespace pagedserve {
 
 // The OpenAI-named knobs of a request. Validated by the API layer before they get here.
 struct sampling_params {
-  float temperature = 1.0f;         // 0 = greedy (argmax, lowest id on ties)
-  float top_p = 1.0f;               // keep the smallest set of tokens whose probability sums to >= top_p
-  int top_k = 0;                    // keep the k most likely tokens; 0 = all
-  float min_p = 0.0f;               // drop tokens with probability < min_p * max probability
+  float temperature = 1.0f;           // 0 = greedy (argmax, lowest id on ties)
+  float top_p = 1.0f;                 // keep the smallest set of tokens whose probability sums to >= top_p
+  int top_k = 0;                      // keep the k most likely tokens; 0 = all
+  float min_p = 0.0f;                 // drop tokens with probability < min_p * max probability
+  float presence_penalty = 0.0f;      // subtracted once from every token already generated (OpenAI)
+  float frequency_penalty = 0.0f;     // subtracted per occurrence in the generated tokens (OpenAI)
+  float repetition_penalty = 1.0f;    // divides positive / multiplies negative logits of prompt+output tokens (CTRL)
+  std::vector<std::pair<token_id, float>> logit_bias;  // added to the named tokens' logits
   std::optional<std::uint64_t> seed;  // same seed, same output; none = drawn at random
-  int max_tokens = 0;               // tokens to generate at most (counts a stop token)
-  std::vector<std::string> stop;    // stop strings (matched on the detokenized text)
-  bool ignore_eos = false;          // keep going past EOS (load tests want exact lengths)
+  int max_tokens = 0;                 // tokens to generate at most (counts a stop token)
+  std::vector<std::string> stop;      // stop strings (matched on the detokenized text)
+  bool ignore_eos = false;            // keep going past EOS (load tests want exact lengths)
+  int logprobs = -1;                  // -1: none; k >= 0: the chosen token's logprob and the top k
+};
+
+// The log-probability of a sampled token and of the most likely alternatives, from the model's raw
+// distribution (log-softmax of the logits before penalties and temperature, as vLLM reports them).
+struct token_logprobs {
+  float logprob = 0.0f;
+  std::vector<std::pair<token_id, float>> top;  // most likely first
 };
 
 class sampler {
  public:
-  sampler(const sampling_params& params, std::uint64_t seed);
-  // Picks the next token from logits[n_vocab]. May modify logits (scaling, filtering).
-  token_id sample(float* logits, int n_vocab);
+  // prompt: the sequence's prompt ids (repetition penalty covers them).
+  sampler(const sampling_params& params, std::uint64_t seed, const std::vector<token_id>& prompt = {});
+  // Picks the next token from logits[n_vocab] and remembers it for the penalties. May modify logits.
+  token_id sample(float* logits, int n_vocab, token_logprobs* logprobs_out = nullptr);
+  bool wants_logprobs() const { return n_logprobs_ >= 0; }
 
  private:
+  void apply_penalties_and_bias(float* logits, int n_vocab) const;
+
   float temperature_, top_p_, min_p_;
   int top_k_;
+  float presence_, frequency_, repetition_;
+  std::vector<std::pair<token_id, float>> bias_;
+  int n_logprobs_;
   std::mt19937_64 rng_;
+  std::unordered_map<token_id, int> generated_counts_;  // output token -> occurrences
+  std::unordered_map<token_id, bool> seen_;             // prompt or output token (repetition penalty)
   std::vector<std::pair<float, token_id>> candidates_;  // reused scratch
 };
 

@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "actors/client_link.hpp"
 #include "pagedserve/ids.hpp"
 #include "pagedserve/request.hpp"
 #include "pagedserve/sampling.hpp"
@@ -41,14 +42,8 @@ using client_frame = std::variant<generate_command, cancel_command, protocol_err
 client_frame parse_client_frame(std::string_view text);
 
 // Server frames.
-struct timings {
-  double time_to_first_token_ms = 0;
-  double total_ms = 0;
-  double tokens_per_second = 0;  // generated tokens after the first, per second
-};
-
-std::string encode_token_frame(std::string_view id, std::string_view text, const std::vector<token_id>& ids);
-std::string encode_done_frame(std::string_view id, finish_reason reason, const usage& used, const timings& t);
+std::string encode_token_frame(std::string_view id, const token_event& event);
+std::string encode_done_frame(std::string_view id, finish_reason reason, const usage& used, const request_timings& t);
 std::string encode_error_frame(const std::optional<std::string>& id, std::string_view code, std::string_view message);
 
 // Appends s to out as a JSON string literal (quotes included). s must be valid UTF-8.

@@ -74,6 +74,15 @@ std::optional<bad_frame> read_params(simdjson::dom::object params, sampling_para
     } else if (key == "seed") {
       err = read_integer(value, key, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(), i);
       p.seed = static_cast<std::uint64_t>(i);
+    } else if (key == "logprobs") {
+      err = read_integer(value, key, 0, 20, i);
+      p.logprobs = static_cast<int>(i);
+    } else if (key == "presence_penalty" || key == "frequency_penalty") {
+      err = read_number(value, key, -2.0, 2.0, d);
+      (key == "presence_penalty" ? p.presence_penalty : p.frequency_penalty) = static_cast<float>(d);
+    } else if (key == "repetition_penalty") {
+      err = read_number(value, key, 0.01, 10.0, d);
+      p.repetition_penalty = static_cast<float>(d);
     } else if (key == "ignore_eos") {
       if (value.type() != element_type::BOOL) err = wrong_type(key, "a boolean");
       else p.ignore_eos = bool(value);
@@ -206,21 +215,35 @@ void json_append_string(std::string& out, std::string_view s) {
   out.push_back('"');
 }
 
-std::string encode_token_frame(std::string_view id, std::string_view text, const std::vector<token_id>& ids) {
+std::string encode_token_frame(std::string_view id, const token_event& e) {
   std::string out = R"({"type":"token","id":)";
   json_append_string(out, id);
   out += R"(,"text":)";
-  json_append_string(out, text);
+  json_append_string(out, e.text);
   out += R"(,"token_ids":[)";
-  for (std::size_t i = 0; i < ids.size(); ++i) {
+  for (std::size_t i = 0; i < e.ids.size(); ++i) {
     if (i) out.push_back(',');
-    out += std::to_string(ids[i]);
+    out += std::to_string(e.ids[i]);
   }
-  out += "]}";
+  out += "]";
+  if (!e.logprobs.empty()) {  // [{"logprob":x,"top":[[id,logprob],...]}, ...] parallel to token_ids
+    out += R"(,"logprobs":[)";
+    for (std::size_t i = 0; i < e.logprobs.size(); ++i) {
+      if (i) out.push_back(',');
+      out += R"({"logprob":)" + std::to_string(e.logprobs[i].logprob) + R"(,"top":[)";
+      for (std::size_t k = 0; k < e.logprobs[i].top.size(); ++k) {
+        if (k) out.push_back(',');
+        out += "[" + std::to_string(e.logprobs[i].top[k].first) + "," + std::to_string(e.logprobs[i].top[k].second) + "]";
+      }
+      out += "]}";
+    }
+    out += "]";
+  }
+  out += "}";
   return out;
 }
 
-std::string encode_done_frame(std::string_view id, finish_reason reason, const usage& used, const timings& t) {
+std::string encode_done_frame(std::string_view id, finish_reason reason, const usage& used, const request_timings& t) {
   std::string out = R"({"type":"done","id":)";
   json_append_string(out, id);
   out += R"(,"finish_reason":")" + std::string(finish_reason_name(reason)) + '"';

@@ -17,6 +17,9 @@ ws_session::ws_session(tcp::socket socket, engine& e, const server_config& confi
     : ws_(std::move(socket)), engine_(e), config_(config) {}
 
 void ws_session::run(http::request<http::string_body> upgrade) {
+  // Tokens are small frames sent as they are sampled: Nagle's algorithm would hold them back.
+  beast::error_code ec;
+  beast::get_lowest_layer(ws_).socket().set_option(tcp::no_delay(true), ec);
   ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
   ws_.set_option(websocket::stream_base::decorator(
       [](websocket::response_type& res) { res.set(http::field::server, "pagedserve/" PAGEDSERVE_VERSION); }));
@@ -88,9 +91,8 @@ void ws_session::handle_text(std::string_view text) {
   actor->tell(start_generation{});
 }
 
-void ws_session::send_tokens(const std::string& client_id, std::string text, std::vector<token_id> ids) {
-  asio::post(ws_.get_executor(), [self = shared_from_this(), id = client_id, t = std::move(text),
-                                  i = std::move(ids)]() mutable {
+void ws_session::send_tokens(const std::string& client_id, token_event event) {
+  asio::post(ws_.get_executor(), [self = shared_from_this(), id = client_id, e = std::move(event)]() mutable {
     if (self->closed_) return;
     // A client reading slower than the engine writes gets several tokens per frame: merge into this
     // request's last queued token frame when nothing of it follows and it is not being written.
@@ -98,28 +100,29 @@ void ws_session::send_tokens(const std::string& client_id, std::string text, std
       if (it->client_id != id) continue;
       const bool in_flight = self->writing_ && std::next(it) == self->outbound_.rend();
       if (it->frame.empty() && !in_flight) {
-        it->text += t;
-        it->ids.insert(it->ids.end(), i.begin(), i.end());
+        token_event& open = it->tokens;
+        open.text += e.text;
+        open.ids.insert(open.ids.end(), e.ids.begin(), e.ids.end());
+        open.logprobs.insert(open.logprobs.end(), e.logprobs.begin(), e.logprobs.end());
         return;
       }
       break;
     }
-    self->enqueue({{}, std::move(id), std::move(t), std::move(i)});
+    self->enqueue({{}, std::move(id), std::move(e)});
   });
 }
 
-void ws_session::send_frame(std::string frame) {
-  asio::post(ws_.get_executor(), [self = shared_from_this(), f = std::move(frame)]() mutable {
-    self->enqueue({std::move(f), {}, {}, {}});
+void ws_session::send_final(const std::string& client_id, final_event event) {
+  asio::post(ws_.get_executor(), [self = shared_from_this(), id = client_id, e = std::move(event)]() mutable {
+    self->requests_.erase(id);
+    self->enqueue({e.reason ? encode_done_frame(id, *e.reason, e.used, e.timings)
+                            : encode_error_frame(id, e.error_code, e.error_message),
+                   {}, {}});
   });
-}
-
-void ws_session::request_ended(const std::string& client_id) {
-  asio::post(ws_.get_executor(), [self = shared_from_this(), id = client_id] { self->requests_.erase(id); });
 }
 
 void ws_session::enqueue_error(const std::optional<std::string>& id, std::string_view code, std::string_view message) {
-  enqueue({encode_error_frame(id, code, message), {}, {}, {}});
+  enqueue({encode_error_frame(id, code, message), {}, {}});
 }
 
 void ws_session::enqueue(outbound_frame item) {
@@ -146,7 +149,7 @@ void ws_session::enqueue(outbound_frame item) {
 void ws_session::do_write() {
   writing_ = true;
   outbound_frame& next = outbound_.front();
-  if (next.frame.empty()) next.frame = encode_token_frame(next.client_id, next.text, next.ids);
+  if (next.frame.empty()) next.frame = encode_token_frame(next.client_id, next.tokens);
   ws_.text(true);
   ws_.async_write(asio::buffer(next.frame), beast::bind_front_handler(&ws_session::on_write, shared_from_this()));
 }

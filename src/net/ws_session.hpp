@@ -19,9 +19,8 @@ class ws_session : public client_link, public std::enable_shared_from_this<ws_se
   // Completes the upgrade the HTTP session read, then starts reading frames.
   void run(http::request<http::string_body> upgrade);
 
-  void send_tokens(const std::string& client_id, std::string text, std::vector<token_id> ids) override;
-  void send_frame(std::string frame) override;
-  void request_ended(const std::string& client_id) override;
+  void send_tokens(const std::string& client_id, token_event event) override;
+  void send_final(const std::string& client_id, final_event event) override;
 
  private:
   void on_accept(beast::error_code ec);
@@ -32,8 +31,7 @@ class ws_session : public client_link, public std::enable_shared_from_this<ws_se
   struct outbound_frame {
     std::string frame;      // encoded; empty while this is an open token frame
     std::string client_id;  // token frames: whose tokens
-    std::string text;
-    std::vector<token_id> ids;
+    token_event tokens;
   };
   void enqueue(outbound_frame item);
   void enqueue_error(const std::optional<std::string>& id, std::string_view code, std::string_view message);

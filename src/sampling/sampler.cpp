@@ -12,55 +12,109 @@ token_id argmax(const float* logits, int n) {
   return best;
 }
 
-sampler::sampler(const sampling_params& p, std::uint64_t seed)
-    : temperature_(p.temperature), top_p_(p.top_p), min_p_(p.min_p), top_k_(p.top_k), rng_(seed) {}
+sampler::sampler(const sampling_params& p, std::uint64_t seed, const std::vector<token_id>& prompt)
+    : temperature_(p.temperature),
+      top_p_(p.top_p),
+      min_p_(p.min_p),
+      top_k_(p.top_k),
+      presence_(p.presence_penalty),
+      frequency_(p.frequency_penalty),
+      repetition_(p.repetition_penalty),
+      bias_(p.logit_bias),
+      n_logprobs_(p.logprobs),
+      rng_(seed) {
+  if (repetition_ != 1.0f)
+    for (token_id t : prompt) seen_[t] = true;
+}
 
-token_id sampler::sample(float* logits, int n) {
-  if (temperature_ <= 0.0f) return argmax(logits, n);
+void sampler::apply_penalties_and_bias(float* logits, int n) const {
+  if (repetition_ != 1.0f)
+    for (const auto& [t, _] : seen_)
+      if (t >= 0 && t < n) logits[t] = logits[t] > 0 ? logits[t] / repetition_ : logits[t] * repetition_;
+  if (presence_ != 0.0f || frequency_ != 0.0f)
+    for (const auto& [t, count] : generated_counts_)
+      if (t >= 0 && t < n) logits[t] -= presence_ + frequency_ * static_cast<float>(count);
+  for (const auto& [t, b] : bias_)
+    if (t >= 0 && t < n) logits[t] += b;
+}
 
-  // Probabilities at this temperature, most likely first.
-  candidates_.resize(n);
-  float max_logit = logits[argmax(logits, n)];
-  float sum = 0.0f;
-  for (int i = 0; i < n; ++i) {
-    const float p = std::exp((logits[i] - max_logit) / temperature_);
-    candidates_[i] = {p, i};
-    sum += p;
-  }
-  auto more_likely = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
-  std::size_t keep = candidates_.size();
-  if (top_k_ > 0 && static_cast<std::size_t>(top_k_) < keep) {
-    std::partial_sort(candidates_.begin(), candidates_.begin() + top_k_, candidates_.end(), more_likely);
-    keep = top_k_;
-  } else {
-    std::sort(candidates_.begin(), candidates_.end(), more_likely);
-  }
-  for (auto& c : candidates_) c.first /= sum;
-  if (min_p_ > 0.0f) {
-    const float floor = min_p_ * candidates_[0].first;
-    std::size_t k = 1;
-    while (k < keep && candidates_[k].first >= floor) ++k;
-    keep = k;
-  }
-  if (top_p_ < 1.0f) {
-    float cumulative = 0.0f;
-    std::size_t k = 0;
-    while (k < keep) {
-      cumulative += candidates_[k].first;
-      ++k;
-      if (cumulative >= top_p_) break;
+namespace {
+
+// Log-probabilities of `chosen` and the k most likely tokens under log-softmax(logits).
+void fill_logprobs(const float* logits, int n, token_id chosen, int k, token_logprobs& out) {
+  const float max_logit = logits[argmax(logits, n)];
+  double sum = 0.0;
+  for (int i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i] - max_logit));
+  const float log_z = max_logit + static_cast<float>(std::log(sum));
+  out.logprob = logits[chosen] - log_z;
+  out.top.clear();
+  if (k <= 0) return;
+  std::vector<token_id> ids(n);
+  for (int i = 0; i < n; ++i) ids[i] = i;
+  k = std::min(k, n);
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
+                    [&](token_id a, token_id b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  for (int i = 0; i < k; ++i) out.top.emplace_back(ids[i], logits[ids[i]] - log_z);
+}
+
+}  // namespace
+
+token_id sampler::sample(float* logits, int n, token_logprobs* logprobs_out) {
+  // Raw distribution for logprobs is read before penalties change the logits.
+  std::vector<float> raw;
+  if (logprobs_out && n_logprobs_ >= 0) raw.assign(logits, logits + n);
+  apply_penalties_and_bias(logits, n);
+  const token_id chosen = temperature_ <= 0.0f ? argmax(logits, n) : [&] {
+    // Probabilities at this temperature, most likely first.
+    candidates_.resize(n);
+    const float max_logit = logits[argmax(logits, n)];
+    float sum = 0.0f;
+    for (int i = 0; i < n; ++i) {
+      const float p = std::exp((logits[i] - max_logit) / temperature_);
+      candidates_[i] = {p, i};
+      sum += p;
     }
-    keep = k;
-  }
-  float mass = 0.0f;
-  for (std::size_t i = 0; i < keep; ++i) mass += candidates_[i].first;
-  const float r = std::uniform_real_distribution<float>(0.0f, mass)(rng_);
-  float cumulative = 0.0f;
-  for (std::size_t i = 0; i < keep; ++i) {
-    cumulative += candidates_[i].first;
-    if (r < cumulative) return candidates_[i].second;
-  }
-  return candidates_[keep - 1].second;
+    auto more_likely = [](const auto& a, const auto& b) {
+      return a.first > b.first || (a.first == b.first && a.second < b.second);
+    };
+    std::size_t keep = candidates_.size();
+    if (top_k_ > 0 && static_cast<std::size_t>(top_k_) < keep) {
+      std::partial_sort(candidates_.begin(), candidates_.begin() + top_k_, candidates_.end(), more_likely);
+      keep = top_k_;
+    } else {
+      std::sort(candidates_.begin(), candidates_.end(), more_likely);
+    }
+    for (auto& c : candidates_) c.first /= sum;
+    if (min_p_ > 0.0f) {
+      const float floor = min_p_ * candidates_[0].first;
+      std::size_t k = 1;
+      while (k < keep && candidates_[k].first >= floor) ++k;
+      keep = k;
+    }
+    if (top_p_ < 1.0f) {
+      float cumulative = 0.0f;
+      std::size_t k = 0;
+      while (k < keep) {
+        cumulative += candidates_[k].first;
+        ++k;
+        if (cumulative >= top_p_) break;
+      }
+      keep = k;
+    }
+    float mass = 0.0f;
+    for (std::size_t i = 0; i < keep; ++i) mass += candidates_[i].first;
+    const float r = std::uniform_real_distribution<float>(0.0f, mass)(rng_);
+    float cumulative = 0.0f;
+    for (std::size_t i = 0; i < keep; ++i) {
+      cumulative += candidates_[i].first;
+      if (r < cumulative) return candidates_[i].second;
+    }
+    return candidates_[keep - 1].second;
+  }();
+  if (!raw.empty()) fill_logprobs(raw.data(), n, chosen, n_logprobs_, *logprobs_out);
+  ++generated_counts_[chosen];
+  if (repetition_ != 1.0f) seen_[chosen] = true;
+  return chosen;
 }
 
 }  // namespace pagedserve

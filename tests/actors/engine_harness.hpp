@@ -25,10 +25,16 @@ struct recorded_request {
 
 class recording_link : public client_link {
  public:
-  void send_tokens(const std::string& client_id, std::string text, std::vector<token_id> ids) override {
-    send_frame(encode_token_frame(client_id, text, ids));
+  void send_tokens(const std::string& client_id, token_event event) override {
+    record(encode_token_frame(client_id, event));
   }
-  void send_frame(std::string frame) override {
+  void send_final(const std::string& client_id, final_event e) override {
+    record(e.reason ? encode_done_frame(client_id, *e.reason, e.used, e.timings)
+                    : encode_error_frame(client_id, e.error_code, e.error_message));
+    std::lock_guard lock(mutex_);
+    ++n_ended_;
+  }
+  void record(const std::string& frame) {
     std::lock_guard lock(mutex_);
     simdjson::dom::parser parser;
     simdjson::dom::element e = parser.parse(frame);
@@ -46,10 +52,6 @@ class recording_link : public client_link {
       ++r.n_final;
       r.error_code = std::string_view(e["code"]);
     }
-  }
-  void request_ended(const std::string&) override {
-    std::lock_guard lock(mutex_);
-    ++n_ended_;
   }
   int n_ended() {
     std::lock_guard lock(mutex_);

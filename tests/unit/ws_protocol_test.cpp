@@ -79,7 +79,7 @@ TEST(ws_protocol, error_frames_carry_the_id_when_it_was_readable) {
 TEST(ws_protocol, server_frames_are_valid_json_for_any_text) {
   simdjson::dom::parser parser;
   const std::string nasty = "quote\" backslash\\ newline\n tab\t bell\x07 café 🐶 </script>";
-  const std::string t = encode_token_frame("id\"1", nasty, {1, 2, 3});
+  const std::string t = encode_token_frame("id\"1", {nasty, {1, 2, 3}, {}});
   simdjson::dom::element e;
   ASSERT_EQ(parser.parse(t).get(e), simdjson::SUCCESS) << t;
   EXPECT_EQ(std::string_view(e["text"]), nasty);
