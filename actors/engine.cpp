@@ -11,6 +11,7 @@ engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const mod
       model_(std::move(m)),
       tokenizer_(std::move(tok)),
       stop_ids_{tokenizer_->bos_id(), tokenizer_->eos_id()},
+      metrics_(model_->config.seq_len),
       kv_(ex, config.kv_blocks, config.block_size),
       scheduler_(ex,
                  scheduler_limits{config.max_num_seqs, config.max_num_batched_tokens, model_->config.seq_len,

@@ -8,6 +8,7 @@
 #include "actors/kv_allocator_actor.hpp"
 #include "actors/scheduler_actor.hpp"
 #include "pagedserve/config.hpp"
+#include "pagedserve/metrics.hpp"
 #include "pagedserve/model.hpp"
 #include "pagedserve/tokenizer.hpp"
 
@@ -31,6 +32,8 @@ class engine {
   const model& served_model() const { return *model_; }
   const tokenizer& vocabulary() const { return *tokenizer_; }
   const engine_config& config() const { return config_; }
+  // Serving metrics (GET /metrics): request actors record into it from any strand.
+  serving_metrics& metrics() { return metrics_; }
   request_id next_request_id() { return request_id{next_id_.fetch_add(1) + 1}; }
   // Tokens one sequence may hold: the model's context, and never more than the whole KV pool.
   int max_sequence_tokens() const;
@@ -47,6 +50,7 @@ class engine {
   std::shared_ptr<const model> model_;
   std::shared_ptr<const tokenizer> tokenizer_;
   std::vector<token_id> stop_ids_;
+  serving_metrics metrics_;
   kv_allocator_actor kv_;
   scheduler_actor scheduler_;
   executor_actor executor_;

@@ -9,13 +9,23 @@ kv_allocator_actor::kv_allocator_actor(const boost::asio::any_io_executor& ex, i
     : actor(ex), blocks_(n_blocks, block_size), log_(actor_logger("kv")) {}
 
 void kv_allocator_actor::on(allocate_step m) {
-  step_allocated reply{m.step, std::nullopt, {}};
+  step_allocated reply{m.step, std::nullopt, {}, {}};
   for (std::size_t i = 0; i < m.needs.size(); ++i) {
-    const auto& [seq, n_tokens] = m.needs[i];
+    const kv_need& need = m.needs[i];
+    const request_id seq = need.id;
+    int n_cached = 0, n_tokens = need.n_tokens;
+    // Admissions are idempotent: asked again (after another chunk was refused) they keep their first match.
+    const bool admission = need.tokens && !blocks_.has_sequence(seq);
+    if (need.tokens) {
+      n_cached = admission ? blocks_.match_prefix(seq, *need.tokens, need.cache_salt) : blocks_.n_matched_tokens(seq);
+      n_tokens = std::min<int>(n_cached + need.n_tokens, static_cast<int>(need.tokens->size()));
+    }
     if (!blocks_.ensure_capacity(seq, n_tokens)) {
+      if (admission) blocks_.free_sequence(seq);  // a refused admission holds nothing
       reply.refused = i;
       break;
     }
+    reply.n_cached.push_back(n_cached);
     const auto& table = blocks_.table(seq);
     std::vector<std::int32_t> ids(table.size());
     for (std::size_t b = 0; b < table.size(); ++b) ids[b] = table[b].value;
@@ -32,8 +42,13 @@ void kv_allocator_actor::on(free_sequences m) {
               blocks_.n_blocks_total());
 }
 
+void kv_allocator_actor::on(commit_blocks m) {
+  for (const auto& s : m.sequences) blocks_.commit_full_blocks(s.id, s.first_block, s.tokens);
+}
+
 void kv_allocator_actor::on(report_kv_status m) {
-  m.reply({blocks_.n_blocks_total(), blocks_.n_blocks_free(), blocks_.block_size(), blocks_.n_sequences()});
+  m.reply({blocks_.n_blocks_total(), blocks_.n_blocks_free(), blocks_.n_blocks_cached(), blocks_.block_size(),
+           blocks_.n_sequences(), blocks_.prefix_queries(), blocks_.prefix_hits()});
 }
 
 }  // namespace pagedserve

@@ -2,7 +2,8 @@
 // KvAllocatorActor: the only owner of KV block ownership (free list, refcounts, block tables).
 //
 // Mailbox: allocate_step (scheduler) -> replies step_allocated to the scheduler, granting chunks in
-//          plan order until one cannot get its blocks;
+//          plan order until one cannot get its blocks (admissions reuse cached prefix blocks first);
+//          commit_blocks (scheduler) -> computed full blocks enter the prefix cache;
 //          free_sequences (scheduler) -> no reply;
 //          report_kv_status (network edge) -> calls its reply with the pool's figures.
 // Invariants: checked after every free (no leak, no double free, refcounts match tables).
@@ -20,6 +21,7 @@ class kv_allocator_actor : public actor<kv_allocator_actor, kv_allocator_mailbox
 
   void on(allocate_step m);
   void on(free_sequences m);
+  void on(commit_blocks m);
   void on(report_kv_status m);
 
  private:

@@ -42,6 +42,7 @@ using request_mailbox =
 // ---- SchedulerActor mailbox ----
 struct submit_request {  // from a RequestActor
   request_id id;
+  std::uint64_t cache_salt = 0;
   std::vector<token_id> prompt;
   std::shared_ptr<const sampling_params> params;
   std::vector<token_id> stop_ids;
@@ -55,6 +56,7 @@ struct step_allocated {  // from the KvAllocatorActor
   step_id step;
   std::optional<std::size_t> refused;           // first chunk that got no blocks (none: all granted)
   std::vector<std::vector<std::int32_t>> tables;  // block table of each granted chunk's sequence, plan order
+  std::vector<int> n_cached;                      // per granted chunk: prompt tokens found in the prefix cache
 };
 struct step_executed {  // from the ExecutorActor
   step_id step;
@@ -74,23 +76,43 @@ using scheduler_mailbox =
     std::variant<submit_request, finish_request, step_allocated, step_executed, report_scheduler_status>;
 
 // ---- KvAllocatorActor mailbox (sent by the scheduler, and /health) ----
+// One chunk's blocks. A running sequence must hold n_tokens tokens after the step. An admission first
+// reuses the cached prefix of `tokens`, then gets room for n_tokens more (at most up to its length).
+struct kv_need {
+  request_id id;
+  int n_tokens = 0;
+  std::shared_ptr<const std::vector<token_id>> tokens;  // admissions only
+  std::uint64_t cache_salt = 0;
+};
 struct allocate_step {
   step_id step;
-  std::vector<std::pair<request_id, int>> needs;  // sequence and the tokens it must hold after the step
+  std::vector<kv_need> needs;  // plan order
 };
 struct free_sequences {
   std::vector<request_id> ids;
 };
+// Full blocks whose K/V the last step computed, to enter the prefix cache (sent before any free).
+struct commit_blocks {
+  struct full_blocks {
+    request_id id;
+    int first_block = 0;
+    std::vector<token_id> tokens;  // a multiple of block_size
+  };
+  std::vector<full_blocks> sequences;
+};
 struct kv_pool_status {
   int blocks_total = 0;
   int blocks_free = 0;
+  int blocks_cached = 0;               // free or used blocks reusable by the prefix cache
   int block_size = 0;
   int sequences = 0;
+  std::uint64_t prefix_cache_queries = 0;  // prompt tokens looked up
+  std::uint64_t prefix_cache_hits = 0;     // of which found in the cache
 };
 struct report_kv_status {
   std::function<void(kv_pool_status)> reply;
 };
-using kv_allocator_mailbox = std::variant<allocate_step, free_sequences, report_kv_status>;
+using kv_allocator_mailbox = std::variant<allocate_step, free_sequences, commit_blocks, report_kv_status>;
 
 // ---- ExecutorActor mailbox (sent by the scheduler) ----
 struct sequence_started {

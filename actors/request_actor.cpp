@@ -15,6 +15,7 @@ request_actor::request_actor(const boost::asio::any_io_executor& ex, engine& e, 
       log_(actor_logger("req")) {}
 
 std::vector<token_id> request_actor::render_prompt() const {
+  if (command_.prompt_ids) return *command_.prompt_ids;
   if (command_.prompt) return engine_.vocabulary().encode(*command_.prompt, true);
   // llama2.c models carry no chat template: the conversation is their contents, one per line.
   std::string text;
@@ -28,6 +29,15 @@ std::vector<token_id> request_actor::render_prompt() const {
 void request_actor::on(start_generation) {
   std::vector<token_id> prompt = render_prompt();
   const int n_prompt = static_cast<int>(prompt.size());
+  if (command_.prompt_ids) {
+    const int n_vocab = engine_.vocabulary().vocab_size();
+    if (prompt.empty()) return fail("invalid_request", "the prompt's token ids must not be empty");
+    for (const token_id t : prompt)
+      if (t < 0 || t >= n_vocab)
+        return fail("invalid_request", "prompt token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                                           std::to_string(n_vocab) + ")");
+  }
+  n_prompt_ = n_prompt;
   const int context = engine_.max_sequence_tokens();
   if (n_prompt >= context)
     return fail("context_length_exceeded", "prompt has " + std::to_string(n_prompt) +
@@ -42,7 +52,8 @@ void request_actor::on(start_generation) {
   detokenizer_.emplace(engine_.vocabulary(), prompt.back());
   log_->debug("[{}] client id '{}', {} prompt tokens, max_tokens {}", id_.value, command_.id, n_prompt, p.max_tokens);
   submitted_ = true;
-  engine_.scheduler().tell(submit_request{id_, std::move(prompt), std::make_shared<const sampling_params>(p),
+  const std::uint64_t salt = p.cache_salt.empty() ? 0 : std::hash<std::string>{}(p.cache_salt);
+  engine_.scheduler().tell(submit_request{id_, salt, std::move(prompt), std::make_shared<const sampling_params>(p),
                                           engine_.stop_token_ids(), shared_from_this()});
 }
 
@@ -77,9 +88,20 @@ std::string request_actor::release_text(std::string fresh) {
 }
 
 void request_actor::on(tokens_generated m) {
-  if (ended_ || stop_matched_ || m.id != id_) return;
-  if (n_generated_ == 0) first_token_at_ = clock::now();
+  if (m.id != id_) return;
+  // Metrics count what the engine sampled, also past a stop string (vLLM's generation tokens).
+  const auto now = clock::now();
+  serving_metrics& metrics = engine_.metrics();
+  if (n_generated_ == 0) {
+    first_token_at_ = now;
+    metrics.on_first_token(n_prompt_, now - accepted_at_);
+    metrics.on_tokens(static_cast<int>(m.tokens.size()), std::nullopt);
+  } else {
+    metrics.on_tokens(static_cast<int>(m.tokens.size()), now - last_tokens_at_);
+  }
+  last_tokens_at_ = now;
   n_generated_ += static_cast<int>(m.tokens.size());
+  if (ended_ || stop_matched_) return;
   const auto& stop_ids = engine_.stop_token_ids();
   std::string fresh;
   for (token_id t : m.tokens)
@@ -106,6 +128,9 @@ void request_actor::on(request_finished m) {
   }
   const finish_reason reason = stop_matched_ ? finish_reason::stop : m.reason;
   ended_ = true;
+  engine_.metrics().on_finished(reason, m.used, now - accepted_at_,
+                                n_generated_ > 0 ? std::optional(serving_metrics::seconds(now - first_token_at_))
+                                                 : std::nullopt);
   log_->debug("[{}] done: {}, {} tokens", id_.value, finish_reason_name(reason), m.used.completion_tokens);
   link_->send_final(command_.id, {reason, m.used, t, {}, {}});
 }
@@ -117,6 +142,7 @@ void request_actor::on(request_rejected m) {
 
 void request_actor::fail(std::string_view code, std::string_view message) {
   ended_ = true;
+  engine_.metrics().on_failed(code);
   link_->send_final(command_.id, {std::nullopt, {}, {}, std::string(code), std::string(message)});
 }
 

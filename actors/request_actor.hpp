@@ -47,7 +47,8 @@ class request_actor : public actor<request_actor, request_mailbox>,
   std::string held_;  // text that may be the start of a stop string
   bool submitted_ = false, stop_matched_ = false, ended_ = false;
   int n_generated_ = 0;
-  clock::time_point accepted_at_ = clock::now(), first_token_at_{};
+  int n_prompt_ = 0;
+  clock::time_point accepted_at_ = clock::now(), first_token_at_{}, last_tokens_at_{};
   std::shared_ptr<spdlog::logger> log_;
 };
 

@@ -16,6 +16,7 @@ void scheduler_actor::on(submit_request m) {
   s.tokens = std::move(m.prompt);
   s.params = std::move(m.params);
   s.stop_ids = std::move(m.stop_ids);
+  s.cache_salt = m.cache_salt;
   if (!policy_.add(std::move(s))) {
     m.reply_to->tell(request_rejected{m.id, "queue_full", "the server's waiting queue is full; retry later"});
     return;
@@ -44,17 +45,23 @@ void scheduler_actor::start_step_if_idle() {
 void scheduler_actor::request_allocation() {
   allocate_step m{step_, {}};
   m.needs.reserve(plan_.size());
-  for (const step_chunk& c : plan_) m.needs.emplace_back(c.id, c.first + c.n_tokens);
+  for (const step_chunk& c : plan_) {
+    if (c.admitted) {  // the allocator looks its tokens up in the prefix cache first
+      const sequence* s = policy_.find(c.id);
+      m.needs.push_back({c.id, c.n_tokens, std::make_shared<const std::vector<token_id>>(s->tokens), s->cache_salt});
+    } else {
+      m.needs.push_back({c.id, c.first + c.n_tokens, nullptr, 0});
+    }
+  }
   kv_->tell(std::move(m));
 }
 
 void scheduler_actor::on(step_allocated m) {
   if (m.step != step_) return;  // stale
   if (m.refused) {
-    if (auto victim = policy_.on_allocation_refused(plan_, *m.refused)) {
-      log_->debug("[{}] preempted: KV pool full", victim->value);
-      kv_->tell(free_sequences{{*victim}});
-    }
+    std::vector<request_id> to_free = policy_.on_allocation_refused(plan_, *m.refused);
+    log_->debug("step {}: KV pool full, freeing {} sequences", step_.value, to_free.size());
+    if (!to_free.empty()) kv_->tell(free_sequences{std::move(to_free)});
     if (plan_.empty()) {
       step_in_flight_ = false;
       start_step_if_idle();
@@ -63,7 +70,10 @@ void scheduler_actor::on(step_allocated m) {
     }
     return;
   }
-  ps_check(m.tables.size() == plan_.size(), "allocator granted a different number of chunks than planned");
+  ps_check(m.tables.size() == plan_.size() && m.n_cached.size() == plan_.size(),
+           "allocator granted a different number of chunks than planned");
+  for (std::size_t i = 0; i < plan_.size(); ++i)
+    if (plan_[i].admitted) policy_.on_admission_cached(plan_, i, m.n_cached[i]);
   execute_step e{step_, build_batch(m.tables), {}, {}, std::move(dropped_)};
   dropped_.clear();
   for (const step_chunk& c : plan_) {
@@ -98,6 +108,7 @@ std::shared_ptr<step_batch> scheduler_actor::build_batch(const std::vector<std::
 
 void scheduler_actor::on(step_executed m) {
   if (m.step != step_) return;  // stale
+  commit_computed_blocks();
   auto updates = policy_.on_step_executed(plan_, m.sampled);
   // Updates come one per sampled row, in the same order as the executor's logprobs.
   std::vector<std::vector<token_logprobs>> logprobs(updates.size());
@@ -106,6 +117,19 @@ void scheduler_actor::on(step_executed m) {
   deliver(updates, std::move(logprobs));
   step_in_flight_ = false;
   start_step_if_idle();
+}
+
+void scheduler_actor::commit_computed_blocks() {
+  // Blocks the step filled become reusable prefix-cache entries; sent before any free of their sequence.
+  commit_blocks m;
+  for (const step_chunk& c : plan_) {
+    const int first_block = c.first / block_size_, end_block = (c.first + c.n_tokens) / block_size_;
+    if (end_block <= first_block) continue;
+    const sequence* s = policy_.find(c.id);
+    m.sequences.push_back({c.id, first_block,
+                           {s->tokens.begin() + first_block * block_size_, s->tokens.begin() + end_block * block_size_}});
+  }
+  if (!m.sequences.empty()) kv_->tell(std::move(m));
 }
 
 void scheduler_actor::deliver(std::vector<sequence_update>& updates,

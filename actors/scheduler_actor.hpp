@@ -37,6 +37,7 @@ class scheduler_actor : public actor<scheduler_actor, scheduler_mailbox> {
  private:
   void start_step_if_idle();
   void request_allocation();
+  void commit_computed_blocks();
   void deliver(std::vector<sequence_update>& updates, std::vector<std::vector<token_logprobs>> logprobs);
   std::shared_ptr<step_batch> build_batch(const std::vector<std::vector<std::int32_t>>& tables) const;
 

@@ -26,6 +26,8 @@ std::string cli_usage() {
   pagedserve serve    [--config FILE] [--model M.bin] [--tokenizer T.bin] [--host H] [--port P]
                       [--kv-blocks N] [--block-size N] [--max-num-seqs N] [--max-num-batched-tokens N]
                       [--threads N] [--kernels auto|scalar|avx2|avx512] [--log-level L]
+                      [--max-waiting N] [--max-body-bytes N] [--api-key KEY] [--cors-allow-origin O]
+                      [--served-model-name NAME]
   pagedserve generate [--config FILE] --model M.bin [--tokenizer T.bin] --prompt TEXT [--max-tokens N]
                       [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S] [--threads N]
                       [--kernels ...]
@@ -80,6 +82,11 @@ std::expected<cli_options, std::vector<std::string>> cli_parse(int argc, char** 
     else if (name == "kernels") c.engine.kernels = value;
     else if (name == "log-level") c.log_level = value;
     else if (name == "io-threads") ok = parse_number(value, c.server.io_threads);
+    else if (name == "max-waiting") ok = parse_number(value, c.engine.max_waiting);
+    else if (name == "max-body-bytes") ok = parse_number(value, c.server.max_body_bytes);
+    else if (name == "api-key") c.server.api_key = value;
+    else if (name == "cors-allow-origin") c.server.cors_allow_origin = value;
+    else if (name == "served-model-name") c.server.served_model_name = value;
     else if (o.command == "generate" && name == "prompt") o.prompt = value;
     else if (o.command == "generate" && name == "max-tokens") ok = parse_number(value, o.sampling.max_tokens) && o.sampling.max_tokens > 0;
     else if (o.command == "generate" && name == "temperature") ok = parse_number(value, o.sampling.temperature) && o.sampling.temperature >= 0;

@@ -1,9 +1,15 @@
 #pragma once
-// Ownership of KV blocks: the free list, reference counts and each sequence's block table.
+// Ownership of KV blocks: reference counts, each sequence's block table, and the prefix cache.
 // Pure bookkeeping (no Asio, no floats): the KV-allocator actor owns one and is its only caller.
+//
+// Prefix cache: once a full block's K/V are computed its hash (the block's tokens chained with its
+// parent block's hash and the request's salt) maps to it, and a later prompt with the same prefix
+// reuses it instead of recomputing. Blocks whose refcount drops to 0 join the free queue at its tail
+// but keep their hash until they are taken from its head for new data (LRU eviction); a hit on a
+// free cached block takes it back out of the queue.
 #include <cstdint>
-#include <deque>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -16,30 +22,63 @@ class block_manager {
  public:
   block_manager(int n_blocks, int block_size);
 
+  // Starts a sequence's table with the cached blocks that hold a prefix of `tokens` (never the last
+  // token: its logits must be computed). Returns how many tokens those blocks hold.
+  int match_prefix(request_id seq, std::span<const token_id> tokens, std::uint64_t salt);
   // Grows the sequence's table to hold n_tokens tokens. All or nothing: on false nothing changed.
   bool ensure_capacity(request_id seq, int n_tokens);
-  // Returns every block of the sequence (drops its references); unknown ids are ignored.
+  // Records that full blocks first_block... of the sequence hold computed K/V: `tokens` are their
+  // tokens (a multiple of block_size), continuing the blocks already recorded. Other prompts may reuse them.
+  void commit_full_blocks(request_id seq, int first_block, std::span<const token_id> tokens);
+  // Drops the sequence's references; unknown ids are ignored.
   void free_sequence(request_id seq);
 
   const std::vector<block_id>& table(request_id seq) const;
-  bool has_sequence(request_id seq) const { return tables_.contains(seq); }
+  bool has_sequence(request_id seq) const { return seqs_.contains(seq); }
   int blocks_needed(int n_tokens) const { return (n_tokens + block_size_ - 1) / block_size_; }
+  // Tokens match_prefix found cached when the sequence's table was started.
+  int n_matched_tokens(request_id seq) const;
+  // Full blocks of the sequence already recorded in the prefix cache chain.
+  int n_committed_blocks(request_id seq) const;
 
   int n_blocks_total() const { return static_cast<int>(refcount_.size()); }
-  int n_blocks_free() const { return static_cast<int>(free_.size()); }
-  int n_sequences() const { return static_cast<int>(tables_.size()); }
+  int n_blocks_free() const { return n_free_; }
+  int n_blocks_cached() const { return static_cast<int>(cached_.size()); }
+  int n_sequences() const { return static_cast<int>(seqs_.size()); }
   int block_size() const { return block_size_; }
   int refcount(block_id b) const { return refcount_.at(b.value); }
+  std::uint64_t prefix_queries() const { return prefix_queries_; }  // prompt tokens looked up
+  std::uint64_t prefix_hits() const { return prefix_hits_; }        // of which found cached
 
-  // Every block is either free with refcount 0 or referenced exactly refcount times by tables.
-  // Returns a description of the first violation, or nothing when the state is consistent.
+  // Every block is free (refcount 0, in the free queue once) or referenced exactly refcount times by
+  // tables; every cache entry names a block carrying that hash. The first violation, or nothing.
   std::optional<std::string> find_invariant_violation() const;
 
  private:
+  struct sequence_blocks {
+    std::vector<block_id> table;
+    int n_committed = 0;           // leading blocks recorded in the hash chain
+    std::uint64_t last_hash = 0;   // hash of block n_committed - 1 (the salt before any)
+    int n_matched_tokens = 0;      // tokens match_prefix found cached when the sequence started
+  };
+  std::uint64_t block_hash(std::uint64_t parent, std::span<const token_id> tokens) const;
+  block_id take_free_block();  // from the queue's head, evicting its cache entry
+  void free_queue_remove(int b);
+  void free_queue_push_back(int b);
+
   int block_size_;
   std::vector<std::int32_t> refcount_;  // [n_blocks]
-  std::deque<block_id> free_;           // FIFO: a freed block is reused last
-  std::unordered_map<request_id, std::vector<block_id>> tables_;
+  // The free queue: a doubly linked list over block ids (-1 = none), LRU first.
+  std::vector<std::int32_t> free_prev_, free_next_;
+  std::vector<bool> in_free_;
+  int free_head_ = -1, free_tail_ = -1, n_free_ = 0;
+  // Prefix cache: hash -> block, and what each cached block holds (to verify, so collisions never alias).
+  std::unordered_map<std::uint64_t, block_id> cached_;
+  std::vector<std::optional<std::uint64_t>> hash_of_;   // [n_blocks]
+  std::vector<std::uint64_t> parent_of_;                // [n_blocks] parent hash of a cached block
+  std::vector<token_id> tokens_of_;                     // [n_blocks * block_size] tokens of a cached block
+  std::unordered_map<request_id, sequence_blocks> seqs_;
+  std::uint64_t prefix_queries_ = 0, prefix_hits_ = 0;
 };
 
 }  // namespace pagedserve

@@ -17,6 +17,9 @@ struct server_config {
   std::size_t max_body_bytes = 1 << 20;      // HTTP request bodies
   int max_requests_per_socket = 256;         // generate requests in flight on one WebSocket
   int max_outbound_frames = 4096;            // frames queued for one slow client before its requests end
+  std::string api_key;                       // non-empty: every /v1/* route and /v1/ws need "Authorization: Bearer <key>"
+  std::string cors_allow_origin;             // "*" or comma-separated origins allowed by CORS; empty = no CORS headers
+  std::string served_model_name;             // the model's name in the OpenAI API; empty = the model file's name
 };
 
 struct engine_config {

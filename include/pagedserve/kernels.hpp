@@ -16,9 +16,16 @@
 #include <span>
 #include <string_view>
 
+#include "pagedserve/weight.hpp"
+
 namespace pagedserve::kernels {
 
 enum class isa { scalar, avx2, avx512 };
+
+// How RoPE pairs the dimensions of a head: llama2.c (and Meta's original checkpoints) rotate
+// interleaved pairs (2i, 2i+1); Hugging Face Llama/Mistral/Qwen rotate halves (i, i + head_size/2)
+// ("rotate_half", GPT-NeoX layout). Pair i turns by pos * inv_freq[i] in both.
+enum class rope_style { interleaved, neox };
 
 std::string_view isa_name(isa v);
 
@@ -29,6 +36,13 @@ struct kernel_table {
   // x: [n_tokens, n_in] row-major; w: [n_out, n_in] row-major (llama2.c layout); out: [n_tokens, n_out].
   void (*matmul_rows)(float* out, const float* x, const float* w, int n_tokens, int n_in, int n_out,
                       int o_begin, int o_end);
+  // The same with bf16 / fp16 weights: each weight is converted exactly to fp32 and accumulated in
+  // the very order of matmul_rows, so the result is bit-identical to matmul_rows over the
+  // up-converted matrix (and as batch invariant).
+  void (*matmul_rows_bf16)(float* out, const float* x, const std::uint16_t* w, int n_tokens, int n_in, int n_out,
+                           int o_begin, int o_end);
+  void (*matmul_rows_f16)(float* out, const float* x, const std::uint16_t* w, int n_tokens, int n_in, int n_out,
+                          int o_begin, int o_end);
   // Sum of squares of x[n] (RMSNorm's reduction).
   float (*sum_squares)(const float* x, int n);
   // out[n] = x[n] * scale * weight[n]
@@ -71,10 +85,15 @@ struct attention_batch {
 
 namespace reference {
 void matmul(float* out, const float* x, const float* w, int n_tokens, int n_in, int n_out);
+// out[n_tokens, w.rows] = x[n_tokens, w.cols] · w^T, any weight dtype.
+void matmul(float* out, const float* x, const weight& w, int n_tokens);
 void rmsnorm(float* out, const float* x, const float* weight, int n_rows, int dim, float eps);
 // Rotates interleaved pairs (2i, 2i+1) inside each head of x[n_tokens, n_heads*head_size] by
 // pos * theta^(-2i/head_size), as run.c does.
 void rope(float* x, const std::int32_t* positions, int n_tokens, int n_heads, int head_size, float theta);
+// Either pairing; pair i of every head turns by positions[t] * inv_freq[i], inv_freq: [head_size/2].
+void rope(float* x, const std::int32_t* positions, int n_tokens, int n_heads, int head_size, const float* inv_freq,
+          rope_style style);
 void softmax(float* x, int n);
 void swiglu(float* gate, const float* up, int n);
 // out[n_tokens, n_heads*head_size]; q[n_tokens, n_heads*head_size]; grouped-query attention
@@ -87,9 +106,19 @@ namespace ops {
 // TBB-parallel versions with the reference's signatures, running table's inner loops.
 void matmul(const kernel_table& kt, float* out, const float* x, const float* w, int n_tokens, int n_in,
             int n_out);
+// out[n_tokens, w.rows] = x[n_tokens, w.cols] · w^T, dispatched on w's dtype.
+void matmul(const kernel_table& kt, float* out, const float* x, const weight& w, int n_tokens);
+// x[t, i] += bias[i] for x[n_tokens, n].
+void add_bias(float* x, const float* bias, int n_tokens, int n);
 void rmsnorm(const kernel_table& kt, float* out, const float* x, const float* weight, int n_rows, int dim,
              float eps);
 void rope(float* x, const std::int32_t* positions, int n_tokens, int n_heads, int head_size, float theta);
+// The step's rotation table, computed once and shared by every layer: cos/sin[t, i] of
+// positions[t] * inv_freq[i]; cos, sin: [n_tokens, n_freq].
+void rope_angles(float* cos, float* sin, const std::int32_t* positions, int n_tokens, const float* inv_freq,
+                 int n_freq);
+// Rotates x[n_tokens, n_heads*head_size] by a table from rope_angles (n_freq = head_size/2).
+void rope(float* x, const float* cos, const float* sin, int n_tokens, int n_heads, int head_size, rope_style style);
 void swiglu(const kernel_table& kt, float* gate, const float* up, int n_tokens, int dim);
 void paged_attention(const kernel_table& kt, float* out, const float* q, const paged_kv_layer& kv,
                      const attention_batch& batch, int n_heads, int n_kv_heads, int head_size);

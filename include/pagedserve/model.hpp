@@ -1,57 +1,140 @@
 #pragma once
-// A loaded model: its shape and read-only pointers to its weights (mmapped or owned).
+// A loaded model: its shape and typed read-only views of its weights (mmapped or owned). Every
+// loader (llama2.c, Hugging Face safetensors, and GGUF later) fills the same struct, and
+// forward_pass reads only this struct, so a new file format is a new loader, nothing more:
+//   1. fill model_config (architecture name, dimensions, rope, MoE fields),
+//   2. point each `weight` at the tensor's bytes (f32/bf16/f16; a quantized format dequantizes into
+//      a buffer from model::keep, or adds a dtype and a kernel),
+//   3. convert norm vectors and biases to fp32 (model::keep), set rope_inv_freq =
+//      rope_inv_freq_compute(config), and call model_check() to catch any missing or misshapen tensor.
 #include <cstdint>
 #include <expected>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "pagedserve/mapped_file.hpp"
+#include "pagedserve/kernels.hpp"
+#include "pagedserve/weight.hpp"
 
 namespace pagedserve {
 
+// How rope_theta's frequencies are rescaled for long context (HF config.json's rope_scaling).
+struct rope_scaling_config {
+  enum class kind { none, linear, llama3 };
+  kind type = kind::none;
+  float factor = 1.0f;            // linear: positions / factor; llama3: low frequencies / factor
+  float low_freq_factor = 1.0f;   // llama3: wavelengths above original_max_position / this are scaled
+  float high_freq_factor = 4.0f;  // llama3: wavelengths below original_max_position / this are kept
+  int original_max_position = 8192;  // llama3: the pre-extension context, in tokens
+};
+
 struct model_config {
-  int dim = 0;          // residual stream width
-  int hidden_dim = 0;   // SwiGLU inner width
+  std::string architecture = "llama2.c";  // config.json's architectures[0], or "llama2.c"
+  int dim = 0;          // residual stream width (hidden_size)
+  int hidden_dim = 0;   // dense SwiGLU inner width (intermediate_size)
   int n_layers = 0;
   int n_heads = 0;      // query heads
   int n_kv_heads = 0;   // key/value heads (grouped-query attention when < n_heads)
   int vocab_size = 0;
-  int seq_len = 0;      // longest context the model was trained for, in tokens
+  int seq_len = 0;      // longest context served, in tokens
   float rope_theta = 10000.0f;
   float rms_norm_eps = 1e-5f;
-  bool shared_classifier = true;  // classifier is the token embedding
+  bool shared_classifier = true;  // classifier is the token embedding (tie_word_embeddings)
+  int head_dim = 0;     // width of one head; 0 means dim / n_heads (Qwen3 sets it explicitly)
+  kernels::rope_style rope = kernels::rope_style::interleaved;
+  rope_scaling_config rope_scaling;
+  // Mixture of experts (Qwen3-MoE); 0 experts for dense models.
+  int n_experts = 0;          // experts per MoE layer
+  int n_experts_used = 0;     // top-k experts per token
+  int expert_hidden_dim = 0;  // SwiGLU inner width of one expert (moe_intermediate_size)
+  bool norm_topk_prob = false;  // renormalise the top-k router probabilities to sum to 1
 
-  int head_size() const { return dim / n_heads; }
+  int head_size() const { return head_dim > 0 ? head_dim : (n_heads > 0 ? dim / n_heads : 0); }
+  int q_dim() const { return n_heads * head_size(); }
   int kv_dim() const { return n_kv_heads * head_size(); }
 };
 
-// Weights of one transformer block. Matrices are [out, in] row-major.
+// One expert's SwiGLU: down(silu(gate x) * up x).
+struct expert_weights {
+  weight gate;  // [expert_hidden_dim, dim]
+  weight up;    // [expert_hidden_dim, dim]
+  weight down;  // [dim, expert_hidden_dim]
+};
+
+// Weights of one transformer block. Matrices are [out, in] row-major. Optional parts are null/empty.
 struct layer_weights {
   const float* rms_att = nullptr;  // [dim]
-  const float* wq = nullptr;       // [n_heads*head_size, dim]
-  const float* wk = nullptr;       // [kv_dim, dim]
-  const float* wv = nullptr;       // [kv_dim, dim]
-  const float* wo = nullptr;       // [dim, n_heads*head_size]
+  weight wq;                       // [q_dim, dim]
+  weight wk;                       // [kv_dim, dim]
+  weight wv;                       // [kv_dim, dim]
+  weight wo;                       // [dim, q_dim]
+  const float* bq = nullptr;       // [q_dim] (Qwen2, Llama attention_bias)
+  const float* bk = nullptr;       // [kv_dim]
+  const float* bv = nullptr;       // [kv_dim]
+  const float* bo = nullptr;       // [dim] (Llama attention_bias)
+  const float* q_norm = nullptr;   // [head_size] RMSNorm over each query head before RoPE (Qwen3)
+  const float* k_norm = nullptr;   // [head_size] same for keys
   const float* rms_ffn = nullptr;  // [dim]
-  const float* w1 = nullptr;       // [hidden_dim, dim] gate
-  const float* w2 = nullptr;       // [dim, hidden_dim] down
-  const float* w3 = nullptr;       // [hidden_dim, dim] up
+  weight w_gate;                   // [hidden_dim, dim] dense layers only
+  weight w_up;                     // [hidden_dim, dim]
+  weight w_down;                   // [dim, hidden_dim]
+  weight router;                   // [n_experts, dim] MoE layers only
+  std::vector<expert_weights> experts;  // [n_experts] MoE layers only
+
+  bool is_moe() const { return !experts.empty(); }
+};
+
+// Defaults from generation_config.json (and config.json), for the tokenizer and sampler owners.
+struct generation_defaults {
+  std::vector<int> eos_token_ids;  // any of them ends a sequence
+  std::optional<int> bos_token_id;
+  std::optional<float> temperature;
+  std::optional<float> top_p;
+  std::optional<int> top_k;
 };
 
 struct model {
   std::string name;  // shown in /health and responses
   model_config config;
-  const float* token_embedding = nullptr;  // [vocab_size, dim]
+  weight token_embedding;                  // [vocab_size, dim]
   std::vector<layer_weights> layers;
   const float* rms_final = nullptr;        // [dim]
-  const float* classifier = nullptr;       // [vocab_size, dim]
+  weight classifier;                       // [vocab_size, dim]; == token_embedding when tied
+  std::vector<float> rope_inv_freq;        // [head_size/2] rotation speed of each pair, scaling applied
+  generation_defaults generation;
 
-  // What keeps the pointers above alive: a file mapping or an owned buffer.
-  mapped_file mapping;
-  std::vector<float> owned;
+  // What keeps the views above alive: file mappings and buffers the loader filled.
+  std::vector<std::shared_ptr<const void>> storage;
+
+  // Moves v into storage and returns its (stable) data pointer.
+  template <class T>
+  T* keep(std::vector<T> v) {
+    auto owned = std::make_shared<std::vector<T>>(std::move(v));
+    T* data = owned->data();
+    storage.push_back(std::move(owned));
+    return data;
+  }
 };
+
+// Which dtype matrices have in memory after loading.
+enum class weight_format {
+  as_stored,  // as the file has them (mmapped, no copy): f32, bf16 or f16
+  f32,        // widened to fp32 at load (twice the memory of bf16, the llama2.c path's numerics)
+  bf16,       // f32/f16 rounded to bf16 at load (half the memory and bandwidth of fp32)
+};
+
+struct model_load_options {
+  weight_format weights = weight_format::as_stored;
+};
+
+// rope_theta^(-2i/head_size) for each pair i, in fp32 as run.c and HF compute it, then rope_scaling.
+std::vector<float> rope_inv_freq_compute(const model_config& c);
+// Every tensor the config implies is present with its shape: an error naming the first one that is not.
+std::expected<void, std::string> model_check(const model& m);
+// Re-stores every matrix in the requested format (owned buffers); norms and biases stay fp32.
+void model_convert_weights(model& m, weight_format format);
 
 // llama2.c checkpoint: 7 int32 header (dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size,
 // seq_len; a negative vocab_size means a separate classifier follows), then float32 tensors in

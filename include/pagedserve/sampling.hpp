@@ -27,6 +27,7 @@ struct sampling_params {
   std::vector<std::string> stop;      // stop strings (matched on the detokenized text)
   bool ignore_eos = false;            // keep going past EOS (load tests want exact lengths)
   int logprobs = -1;                  // -1: none; k >= 0: the chosen token's logprob and the top k
+  std::string cache_salt;             // prefix-cache isolation: only requests with the same salt share blocks
 };
 
 // The log-probability of a sampled token and of the most likely alternatives, from the model's raw

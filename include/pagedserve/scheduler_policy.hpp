@@ -32,6 +32,7 @@ struct sequence {
   std::uint64_t arrival = 0;     // admission order; the newest is preempted first
   std::shared_ptr<const sampling_params> params;
   std::vector<token_id> stop_ids;  // sampling one of these ends the sequence (unless ignore_eos)
+  std::uint64_t cache_salt = 0;    // prefix-cache isolation key
 
   int n_generated() const { return static_cast<int>(tokens.size()) - n_prompt; }
 };
@@ -68,9 +69,14 @@ class scheduler_policy {
   std::vector<step_chunk> plan_step(std::vector<sequence_update>& finished_now);
 
   // The allocator could not give blocks to plan[index]. Adjusts the plan: an admission and all after it
-  // go back to waiting; for a running sequence the newest running sequence is preempted (returned:
-  // free its blocks, then ask again for the adjusted plan).
-  std::optional<request_id> on_allocation_refused(std::vector<step_chunk>& plan, std::size_t index);
+  // go back to waiting; for a running sequence every admission goes back and the newest running
+  // sequence is preempted. Returns the sequences whose blocks must be freed (the preempted one and the
+  // admissions sent back); then ask again for the adjusted plan, if it is not empty.
+  std::vector<request_id> on_allocation_refused(std::vector<step_chunk>& plan, std::size_t index);
+
+  // The allocator found the first n_cached tokens of admitted plan[index] in the prefix cache: the
+  // chunk starts after them (same token reservation, never past the sequence's end).
+  void on_admission_cached(std::vector<step_chunk>& plan, std::size_t index, int n_cached);
 
   // Records a step's sampled tokens (one per sampling chunk, in plan order) and applies stop conditions.
   std::vector<sequence_update> on_step_executed(const std::vector<step_chunk>& plan,

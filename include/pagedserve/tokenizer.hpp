@@ -1,10 +1,13 @@
 #pragma once
 // Tokenizers turn text into token ids and ids back into bytes. One interface so the request path
-// does not care which file format a model's vocabulary came in (llama2.c .bin now; tokenizer.json later).
+// does not care which file format a model's vocabulary came in (llama2.c .bin
+// here; tokenizer.json in hf_tokenizer.hpp).
 #include <cstdint>
 #include <expected>
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +26,22 @@ class tokenizer {
   virtual int vocab_size() const = 0;
   virtual token_id bos_id() const = 0;
   virtual token_id eos_id() const = 0;
+
+  // Optional capabilities, with defaults so every implementation keeps compiling.
+  // Token ids for text with the tokenizer's own post-processor applied (Hugging Face
+  // encode(text, add_special_tokens=true): Llama 2 prepends BOS, Qwen3 adds nothing).
+  virtual std::vector<token_id> encode_with_special_tokens(std::string_view text) const { return encode(text, true); }
+  // The text of ids as one sequence (Hugging Face decode(ids, skip_special_tokens)); equals the
+  // concatenation of incremental_detokenizer pushes from prev = -1, except for clean-ups a
+  // tokenizer's configuration applies to the whole text (Llama 3's clean_up_tokenization_spaces).
+  virtual std::string decode(std::span<const token_id> ids, bool skip_special_tokens) const;
+  // True for control tokens (BOS, EOS, <|im_end|>, ...) that a client usually should not see.
+  virtual bool is_special(token_id id) const { return id == bos_id() || id == eos_id(); }
+  // The id of a vocabulary or added-token string such as "<|im_end|>", if the tokenizer has one.
+  virtual std::optional<token_id> token_to_id(std::string_view text) const { return std::nullopt; }
+  // The vocabulary string of id as written in the tokenizer file (byte-level tokens in GPT-2
+  // form, e.g. "\u0120world"); by default the bytes it decodes to at the start of a sequence.
+  virtual std::string token_text(token_id id) const { return decode_piece(-1, id); }
 };
 
 // The llama2.c tokenizer file (tokenizer.bin, tok512.bin): int32 max_token_length, then per token
@@ -51,5 +70,13 @@ class incremental_detokenizer {
   token_id prev_;
   std::string pending_;  // bytes of an unfinished UTF-8 character
 };
+
+inline std::string tokenizer::decode(std::span<const token_id> ids, bool skip_special_tokens) const {
+  incremental_detokenizer detok(*this);
+  std::string out;
+  for (const token_id id : ids)
+    if (!skip_special_tokens || !is_special(id)) out += detok.push(id);
+  return out + detok.flush();
+}
 
 }  // namespace pagedserve

@@ -23,6 +23,7 @@ struct chat_message {
 struct generate_command {
   std::string id;
   std::optional<std::string> prompt;
+  std::optional<std::vector<token_id>> prompt_ids;  // a pre-tokenized prompt, used as is (no BOS added)
   std::vector<chat_message> messages;
   sampling_params params;      // max_tokens 0 when the client gave none (filled from the context left)
 };

@@ -54,6 +54,9 @@ level_summary level_summarize(const level_result& level, const slo_spec& slo) {
   s.num_requests = static_cast<int>(level.records.size());
   s.duration_s = level.duration_s;
   s.error = level.error;
+  s.client_cpu_s = level.client_cpu_s;
+  s.loadavg_start = level.loadavg_start;
+  s.loadavg_end = level.loadavg_end;
   s.has_goodput = slo.any();
   std::vector<double> ttft, tpot, itl, e2el;
   // Requests in flight over time, from send and end instants.
@@ -116,6 +119,9 @@ std::vector<std::pair<std::string, double>> level_summary_fields(const level_sum
       {"output_throughput", s.output_throughput},
       {"total_token_throughput", s.total_token_throughput},
       {"max_concurrency", s.max_concurrency_seen},
+      {"client_cpu_s", s.client_cpu_s},
+      {"host_loadavg_start", s.loadavg_start},
+      {"host_loadavg_end", s.loadavg_end},
   };
   if (s.has_goodput) {
     f.emplace_back("request_goodput", s.request_goodput);

@@ -48,6 +48,8 @@ struct level_summary {
   double request_goodput = 0;         // good_completed / duration
   int max_concurrency_seen = 0;       // most requests in flight at once
   latency_stats ttft, tpot, itl, e2el;
+  double client_cpu_s = 0;            // loadgen's own CPU during the level
+  double loadavg_start = 0, loadavg_end = 0;  // host 1-minute load average around the level
   std::string error;                  // the level could not run
 };
 

@@ -3,7 +3,11 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <optional>
+#include <fstream>
 
 namespace pagedserve::loadgen {
 
@@ -17,19 +21,16 @@ runner::runner(const options& o) : o_(o) {
 runner::~runner() { close(); }
 
 std::string runner::open(int n_connections) {
-  bool ready = false;
-  std::string error;
-  client_->open(n_connections, [&](std::string e) {
-    ready = true;
-    error = std::move(e);
-  });
+  // Shared, not on this stack: a connection may report after the deadline below.
+  auto result = std::make_shared<std::optional<std::string>>();
+  client_->open(n_connections, [result](std::string e) { *result = std::move(e); });
   const auto deadline = clock_type::now() + 30s;
-  while (!ready && clock_type::now() < deadline) {
+  while (!*result && clock_type::now() < deadline) {
     io_.restart();
     io_.run_for(20ms);
   }
-  if (!ready) return "connections did not open within 30 s";
-  return error;
+  if (!*result) return "connections did not open within 30 s";
+  return **result;
 }
 
 void runner::launch(request_record& rec, const request_spec& spec) {
@@ -88,6 +89,19 @@ void runner::close() {
   client_.reset();
 }
 
+double host_loadavg() {
+  std::ifstream f("/proc/loadavg");
+  double v = 0;
+  return f >> v ? v : 0;
+}
+
+double process_cpu_s() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  const auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+  return sec(u.ru_utime) + sec(u.ru_stime);
+}
+
 request_record record_for(const request_spec& spec) {
   request_record r;
   r.index = spec.index;
@@ -130,6 +144,11 @@ level_result level_run(const options& o, int concurrency, double rate, const std
   n_connections = std::max(1, std::min(n_connections, n));
   if (auto error = r.open(n_connections); !error.empty()) {
     out.error = error;
+    for (auto& rec : out.records) {
+      rec.outcome = request_outcome::failed;
+      rec.error_kind = "connect";
+      rec.error_message = error;
+    }
     return out;
   }
   std::size_t next = 0, n_ended = 0;
@@ -144,6 +163,8 @@ level_result level_run(const options& o, int concurrency, double rate, const std
       queued.pop_front();
     }
   });
+  out.loadavg_start = host_loadavg();
+  const double cpu_start = process_cpu_s();
   out.start = clock_type::now();
   boost::asio::steady_timer arrivals(r.io());
   std::function<void()> schedule;
@@ -164,6 +185,8 @@ level_result level_run(const options& o, int concurrency, double rate, const std
     if (!specs.empty()) schedule();
   }
   level_wait(r, out, n_ended, o);
+  out.client_cpu_s = process_cpu_s() - cpu_start;
+  out.loadavg_end = host_loadavg();
   arrivals.cancel();
   r.close();
   out.end = out.start;

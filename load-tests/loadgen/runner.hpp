@@ -59,8 +59,15 @@ struct level_result {
   std::vector<request_record> records;  // one per spec, in spec order
   clock_type::time_point start{}, end{};
   double duration_s = 0;  // first send to last end
+  double client_cpu_s = 0;  // CPU loadgen itself used during the level (user + system)
+  double loadavg_start = 0, loadavg_end = 0;  // host 1-minute load average: a busy host skews everything
   std::string error;      // the level could not run (connections did not open)
 };
+
+// The host's 1-minute load average (/proc/loadavg), 0 when unknown.
+double host_loadavg();
+// CPU seconds this process has used so far (user + system).
+double process_cpu_s();
 
 // A closed-loop level (concurrency > 0) or an open-loop one (rate > 0).
 level_result level_run(const options& o, int concurrency, double rate, const std::vector<request_spec>& specs);

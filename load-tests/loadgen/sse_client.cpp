@@ -95,6 +95,8 @@ class sse_request : public std::enable_shared_from_this<sse_request> {
   void on_connect(beast::error_code ec) {
     if (!rec_) return;
     if (ec) return end(request_outcome::failed, "connect", ec.message());
+    beast::error_code ignored;
+    stream_.socket().set_option(tcp::no_delay(true), ignored);
     stream_.expires_never();
     http::async_write(stream_, req_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
       self->on_write(ec);
@@ -171,8 +173,8 @@ class sse_request : public std::enable_shared_from_this<sse_request> {
     if (!doc["error"].get(error)) {
       std::string_view code = "unknown", message;
       if (error.is_object()) {
-        (void)error["type"].get(code);
-        (void)error["message"].get(message);
+        if (error["type"].get(code)) code = "unknown";
+        if (error["message"].get(message)) message = {};
       }
       end(request_outcome::failed, "server_error:" + std::string(code), std::string(message));
       stream_.close();

@@ -87,12 +87,15 @@ std::expected<request_spec, std::string> prompt_builder::build(int index, int n)
   // Words start at a different place for each request, and the head makes the prompt unique
   // from its first tokens, so no prefix cache can serve one request from another's blocks.
   const std::size_t start = (static_cast<std::size_t>(index) * 7919u) % words_.size();
-  const std::string head = shared_prefix_ + "Request " + std::to_string(index) + ":";
-  if (!tok_) {
+  std::string head = shared_prefix_ + "Request " + std::to_string(index) + ":";
+  if (!tok_) {  // n words, the head's two included
     r.prompt = head;
-    for (int w = 1; w < n; ++w) r.prompt += " " + words_[(start + static_cast<std::size_t>(w)) % words_.size()];
+    for (int w = 2; w < n; ++w) r.prompt += " " + words_[(start + static_cast<std::size_t>(w)) % words_.size()];
     return r;
   }
+  // Short prompts get a shorter head; prompts too short for any stay unique only by where they start.
+  if (count(head) > n) head = shared_prefix_ + std::to_string(index) + ":";
+  if (count(head) > n) head = shared_prefix_;
   auto text = fit(head, start, n);
   if (!text) return std::unexpected("prompt " + std::to_string(index) + ": " + text.error());
   r.prompt = std::move(*text);

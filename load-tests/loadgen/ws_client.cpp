@@ -107,6 +107,8 @@ class ws_connection : public std::enable_shared_from_this<ws_connection> {
  private:
   void on_connect(beast::error_code ec) {
     if (ec) return fail_open("connect", ec.message());
+    beast::error_code ignored;
+    beast::get_lowest_layer(ws_).socket().set_option(tcp::no_delay(true), ignored);  // our frames go out at once
     beast::get_lowest_layer(ws_).expires_never();
     ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::client));
     ws_.set_option(websocket::stream_base::decorator(
@@ -235,8 +237,8 @@ class ws_connection : public std::enable_shared_from_this<ws_connection> {
       }
     } else if (type == "error") {
       std::string_view code = "unknown", message;
-      (void)doc["code"].get(code);
-      (void)doc["message"].get(message);
+      if (doc["code"].get(code)) code = "unknown";
+      if (doc["message"].get(message)) message = {};
       record_end(rec, request_outcome::failed, shared_->on_end, "server_error:" + std::string(code), std::string(message));
     } else {
       record_end(rec, request_outcome::failed, shared_->on_end, "protocol", "unknown frame type " + std::string(type));

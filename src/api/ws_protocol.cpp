@@ -83,6 +83,9 @@ std::optional<bad_frame> read_params(simdjson::dom::object params, sampling_para
     } else if (key == "repetition_penalty") {
       err = read_number(value, key, 0.01, 10.0, d);
       p.repetition_penalty = static_cast<float>(d);
+    } else if (key == "cache_salt") {
+      if (value.type() != element_type::STRING) err = wrong_type(key, "a string");
+      else p.cache_salt = std::string(std::string_view(value));
     } else if (key == "ignore_eos") {
       if (value.type() != element_type::BOOL) err = wrong_type(key, "a boolean");
       else p.ignore_eos = bool(value);

@@ -67,7 +67,8 @@ std::expected<config, std::vector<std::string>> config_load(const std::filesyste
     r.field("host", c.server.host).field("port", c.server.port).field("io_threads", c.server.io_threads)
         .field("max_frame_bytes", c.server.max_frame_bytes).field("max_body_bytes", c.server.max_body_bytes)
         .field("max_requests_per_socket", c.server.max_requests_per_socket)
-        .field("max_outbound_frames", c.server.max_outbound_frames);
+        .field("max_outbound_frames", c.server.max_outbound_frames).field("api_key", c.server.api_key)
+        .field("cors_allow_origin", c.server.cors_allow_origin).field("served_model_name", c.server.served_model_name);
     r.reject_unknown();
   }
   if (auto s = section("engine")) {

@@ -24,7 +24,8 @@ bool cpu_supports(isa v) {
   __builtin_cpu_init();
   switch (v) {
     case isa::scalar: return true;
-    case isa::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case isa::avx2:  // F16C widens fp16 weights (every AVX2 CPU has it)
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
     case isa::avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");

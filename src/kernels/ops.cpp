@@ -23,6 +23,28 @@ void matmul(const kernel_table& kt, float* out, const float* x, const float* w, 
   });
 }
 
+void matmul(const kernel_table& kt, float* out, const float* x, const weight& w, int n_tokens) {
+  constexpr int rows_per_tile = 16;
+  const int n_in = w.cols, n_out = w.rows;
+  const int n_tiles = (n_out + rows_per_tile - 1) / rows_per_tile;
+  tbb::parallel_for(tbb::blocked_range<int>(0, n_tiles), [&](const tbb::blocked_range<int>& r) {
+    const int o_begin = r.begin() * rows_per_tile;
+    const int o_end = std::min(n_out, r.end() * rows_per_tile);
+    switch (w.type) {
+      case dtype::f32: kt.matmul_rows(out, x, w.f32(), n_tokens, n_in, n_out, o_begin, o_end); break;
+      case dtype::bf16: kt.matmul_rows_bf16(out, x, w.u16(), n_tokens, n_in, n_out, o_begin, o_end); break;
+      case dtype::f16: kt.matmul_rows_f16(out, x, w.u16(), n_tokens, n_in, n_out, o_begin, o_end); break;
+    }
+  });
+}
+
+void add_bias(float* x, const float* bias, int n_tokens, int n) {
+  tbb::parallel_for(0, n_tokens, [&](int t) {
+    float* xt = x + static_cast<std::size_t>(t) * n;
+    for (int i = 0; i < n; ++i) xt[i] += bias[i];
+  });
+}
+
 void rmsnorm(const kernel_table& kt, float* out, const float* x, const float* weight, int n_rows, int dim,
              float eps) {
   tbb::parallel_for(0, n_rows, [&](int r) {
@@ -47,6 +69,37 @@ void rope(float* x, const std::int32_t* positions, int n_tokens, int n_heads, in
         v[1] = v0 * s + v1 * c;
       }
     }
+  });
+}
+
+void rope_angles(float* cos, float* sin, const std::int32_t* positions, int n_tokens, const float* inv_freq,
+                 int n_freq) {
+  // The reference's arithmetic: angle = pos * inv_freq[i] in fp32, then cos and sin of it.
+  tbb::parallel_for(0, n_tokens, [&](int t) {
+    for (int i = 0; i < n_freq; ++i) {
+      const float angle = positions[t] * inv_freq[i];
+      cos[static_cast<std::size_t>(t) * n_freq + i] = std::cos(angle);
+      sin[static_cast<std::size_t>(t) * n_freq + i] = std::sin(angle);
+    }
+  });
+}
+
+void rope(float* x, const float* cos, const float* sin, int n_tokens, int n_heads, int head_size, rope_style style) {
+  const int half = head_size / 2;
+  // Pair i of a head is (2i, 2i+1) interleaved or (i, i+half) rotate-half; both turn by the same angle.
+  const int step = style == rope_style::interleaved ? 2 : 1;
+  const int partner = style == rope_style::interleaved ? 1 : half;
+  tbb::parallel_for(0, n_tokens, [&](int t) {
+    float* xt = x + static_cast<std::size_t>(t) * n_heads * head_size;
+    const float* ct = cos + static_cast<std::size_t>(t) * half;
+    const float* st = sin + static_cast<std::size_t>(t) * half;
+    for (int h = 0; h < n_heads; ++h)
+      for (int i = 0; i < half; ++i) {
+        float* v = xt + h * head_size + i * step;
+        const float v0 = v[0], v1 = v[partner];
+        v[0] = v0 * ct[i] - v1 * st[i];
+        v[partner] = v0 * st[i] + v1 * ct[i];
+      }
   });
 }
 

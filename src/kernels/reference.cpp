@@ -15,6 +15,18 @@ void matmul(float* out, const float* x, const float* w, int n_tokens, int n_in, 
   }
 }
 
+void matmul(float* out, const float* x, const weight& w, int n_tokens) {
+  const int n_in = w.cols, n_out = w.rows;
+  for (int t = 0; t < n_tokens; ++t) {
+    for (int o = 0; o < n_out; ++o) {
+      float sum = 0.0f;
+      for (int i = 0; i < n_in; ++i)
+        sum += weight_at(w, static_cast<std::size_t>(o) * n_in + i) * x[static_cast<std::size_t>(t) * n_in + i];
+      out[static_cast<std::size_t>(t) * n_out + o] = sum;
+    }
+  }
+}
+
 void rmsnorm(float* out, const float* x, const float* weight, int n_rows, int dim, float eps) {
   for (int r = 0; r < n_rows; ++r) {
     const float* xr = x + static_cast<std::size_t>(r) * dim;
@@ -40,6 +52,25 @@ void rope(float* x, const std::int32_t* positions, int n_tokens, int n_heads, in
       xt[i + 1] = v0 * s + v1 * c;
     }
   }
+}
+
+void rope(float* x, const std::int32_t* positions, int n_tokens, int n_heads, int head_size, const float* inv_freq,
+          rope_style style) {
+  const int half = head_size / 2;
+  for (int t = 0; t < n_tokens; ++t)
+    for (int h = 0; h < n_heads; ++h) {
+      float* xh = x + (static_cast<std::size_t>(t) * n_heads + h) * head_size;
+      for (int i = 0; i < half; ++i) {
+        const float angle = positions[t] * inv_freq[i];
+        const float c = std::cos(angle), s = std::sin(angle);
+        // Interleaved pairs (2i, 2i+1) as run.c; rotate-half pairs (i, i+half) as HF's rotate_half.
+        float& a = style == rope_style::interleaved ? xh[2 * i] : xh[i];
+        float& b = style == rope_style::interleaved ? xh[2 * i + 1] : xh[i + half];
+        const float v0 = a, v1 = b;
+        a = v0 * c - v1 * s;
+        b = v0 * s + v1 * c;
+      }
+    }
 }
 
 void softmax(float* x, int n) {

@@ -1,18 +1,24 @@
-// The AVX2 + FMA inner loops (compiled with -mavx2 -mfma; called only after CPU detection).
+// The AVX2 + FMA inner loops (compiled with -mavx2 -mfma, plus F16C below; called only after CPU
+// detection).
 //
 // Batch invariance of matmul_rows: every output element out[t, o] owns exactly one ymm accumulator
 // that walks k = 0, 8, 16, ... with one FMA per step (the last step masked, lanes past n_in are 0),
 // then is folded by the fixed tree of reduce8(). Tiles only choose how many such independent chains
 // run side by side, never the order inside one, so any n_tokens, token position or row range gives
-// bit-identical results for the same x row and w row.
+// bit-identical results for the same x row and w row. bf16 and fp16 weights go through the same
+// template: they are widened exactly to fp32 before the FMA, so they give the fp32 path's bits.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 
 #include "pagedserve/kernels.hpp"
+
+// fp16 -> fp32 widening (vcvtph2ps); dispatch.cpp requires F16C for this table.
+#pragma GCC target("f16c")
 
 namespace pagedserve::kernels {
 namespace {
@@ -22,6 +28,35 @@ inline __m256i tail_mask(int n) {
   alignas(64) static constexpr std::int32_t bits[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bits + 8 - n));
 }
+
+// Eight weights as fp32: full loads and the zero-padded tail (n lanes of p, mask m of tail_mask(n)).
+struct load_f32 {
+  using elem = float;
+  static __m256 full(const float* p) { return _mm256_loadu_ps(p); }
+  static __m256 tail(const float* p, int, __m256i m) { return _mm256_maskload_ps(p, m); }
+};
+
+// 16-bit tails have no masked load in AVX2: copy the n live halves into a zeroed buffer.
+inline __m128i load_u16_tail(const std::uint16_t* p, int n) {
+  alignas(16) std::uint16_t buf[8] = {};
+  std::memcpy(buf, p, static_cast<std::size_t>(n) * sizeof(std::uint16_t));
+  return _mm_load_si128(reinterpret_cast<const __m128i*>(buf));
+}
+
+// bf16 is the high half of an fp32: zero-extend and shift left 16.
+inline __m256 widen_bf16(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+
+struct load_bf16 {
+  using elem = std::uint16_t;
+  static __m256 full(const std::uint16_t* p) { return widen_bf16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static __m256 tail(const std::uint16_t* p, int n, __m256i) { return widen_bf16(load_u16_tail(p, n)); }
+};
+
+struct load_f16 {
+  using elem = std::uint16_t;
+  static __m256 full(const std::uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static __m256 tail(const std::uint16_t* p, int n, __m256i) { return _mm256_cvtph_ps(load_u16_tail(p, n)); }
+};
 
 // The one horizontal reduction every matmul element goes through: lanes (i, i+4), then (i, i+2), then (0, 1).
 inline float reduce8(__m256 v) {
@@ -44,19 +79,19 @@ inline __m128 reduce8x4(__m256 a, __m256 b, __m256 c, __m256 d) {
 }
 
 // n_t tokens x n_r weight rows: out[t, o] for t in [0, n_t), o in [o0, o0 + n_r).
-template <int n_t, int n_r>
-void matmul_tile(float* out, const float* x, const float* w, int n_in, int n_out, int o0) {
+template <class L, int n_t, int n_r>
+void matmul_tile(float* out, const float* x, const typename L::elem* w, int n_in, int n_out, int o0) {
   __m256 acc[n_t][n_r];
 #pragma GCC unroll 8
   for (int t = 0; t < n_t; ++t)
 #pragma GCC unroll 8
     for (int r = 0; r < n_r; ++r) acc[t][r] = _mm256_setzero_ps();
-  const float* w0 = w + static_cast<std::size_t>(o0) * n_in;
+  const typename L::elem* w0 = w + static_cast<std::size_t>(o0) * n_in;
   int k = 0;
   for (; k + 8 <= n_in; k += 8) {
     __m256 wv[n_r];
 #pragma GCC unroll 8
-    for (int r = 0; r < n_r; ++r) wv[r] = _mm256_loadu_ps(w0 + static_cast<std::size_t>(r) * n_in + k);
+    for (int r = 0; r < n_r; ++r) wv[r] = L::full(w0 + static_cast<std::size_t>(r) * n_in + k);
 #pragma GCC unroll 8
     for (int t = 0; t < n_t; ++t) {
       const __m256 xv = _mm256_loadu_ps(x + static_cast<std::size_t>(t) * n_in + k);
@@ -68,7 +103,7 @@ void matmul_tile(float* out, const float* x, const float* w, int n_in, int n_out
     const __m256i m = tail_mask(n_in - k);
     __m256 wv[n_r];
 #pragma GCC unroll 8
-    for (int r = 0; r < n_r; ++r) wv[r] = _mm256_maskload_ps(w0 + static_cast<std::size_t>(r) * n_in + k, m);
+    for (int r = 0; r < n_r; ++r) wv[r] = L::tail(w0 + static_cast<std::size_t>(r) * n_in + k, n_in - k, m);
 #pragma GCC unroll 8
     for (int t = 0; t < n_t; ++t) {
       const __m256 xv = _mm256_maskload_ps(x + static_cast<std::size_t>(t) * n_in + k, m);
@@ -95,40 +130,43 @@ void matmul_tile(float* out, const float* x, const float* w, int n_in, int n_out
 template <int n_t>
 constexpr int rows_per_tile = n_t == 1 ? 8 : n_t == 2 ? 4 : 3;
 
-using tile_fn = void (*)(float*, const float*, const float*, int, int, int);
+template <class L>
+using tile_fn = void (*)(float*, const float*, const typename L::elem*, int, int, int);
 
-template <int n_t, int... r>
-constexpr tile_fn tile_for_rows(int n_r, std::integer_sequence<int, r...>) {
-  constexpr tile_fn fns[] = {matmul_tile<n_t, r + 1>...};
+template <class L, int n_t, int... r>
+constexpr tile_fn<L> tile_for_rows(int n_r, std::integer_sequence<int, r...>) {
+  constexpr tile_fn<L> fns[] = {matmul_tile<L, n_t, r + 1>...};
   return fns[n_r - 1];
 }
 
 // All rows [o_begin, o_end) for one group of n_t tokens starting at x.
-template <int n_t>
-void matmul_token_group(float* out, const float* x, const float* w, int n_in, int n_out, int o_begin,
+template <class L, int n_t>
+void matmul_token_group(float* out, const float* x, const typename L::elem* w, int n_in, int n_out, int o_begin,
                         int o_end) {
   constexpr int n_r = rows_per_tile<n_t>;
   int o = o_begin;
-  for (; o + n_r <= o_end; o += n_r) matmul_tile<n_t, n_r>(out, x, w, n_in, n_out, o);
+  for (; o + n_r <= o_end; o += n_r) matmul_tile<L, n_t, n_r>(out, x, w, n_in, n_out, o);
   if (o < o_end)
-    tile_for_rows<n_t>(o_end - o, std::make_integer_sequence<int, n_r - 1>{})(out, x, w, n_in, n_out, o);
+    tile_for_rows<L, n_t>(o_end - o, std::make_integer_sequence<int, n_r - 1>{})(out, x, w, n_in, n_out, o);
 }
 
-void matmul_rows_avx2(float* out, const float* x, const float* w, int n_tokens, int n_in, int n_out,
+template <class L>
+void matmul_rows_avx2(float* out, const float* x, const typename L::elem* w, int n_tokens, int n_in, int n_out,
                       int o_begin, int o_end) {
   // Blocks of weight rows small enough to stay in L2 while every token group passes over them.
-  const int row_block = std::max(8, (256 * 1024 / 4 / std::max(n_in, 1)) & ~7);
+  const int row_block =
+      std::max(8, (256 * 1024 / static_cast<int>(sizeof(typename L::elem)) / std::max(n_in, 1)) & ~7);
   for (int ob = o_begin; ob < o_end; ob += row_block) {
     const int oe = std::min(o_end, ob + row_block);
     int t = 0;
     for (; t + 3 <= n_tokens; t += 3)
-      matmul_token_group<3>(out + static_cast<std::size_t>(t) * n_out, x + static_cast<std::size_t>(t) * n_in,
-                            w, n_in, n_out, ob, oe);
+      matmul_token_group<L, 3>(out + static_cast<std::size_t>(t) * n_out, x + static_cast<std::size_t>(t) * n_in,
+                               w, n_in, n_out, ob, oe);
     float* ot = out + static_cast<std::size_t>(t) * n_out;
     const float* xt = x + static_cast<std::size_t>(t) * n_in;
     switch (n_tokens - t) {
-      case 2: matmul_token_group<2>(ot, xt, w, n_in, n_out, ob, oe); break;
-      case 1: matmul_token_group<1>(ot, xt, w, n_in, n_out, ob, oe); break;
+      case 2: matmul_token_group<L, 2>(ot, xt, w, n_in, n_out, ob, oe); break;
+      case 1: matmul_token_group<L, 1>(ot, xt, w, n_in, n_out, ob, oe); break;
       default: break;
     }
   }
@@ -221,7 +259,7 @@ void swiglu_avx2(float* gate, const float* up, int n) {
 }  // namespace
 
 extern const kernel_table kernel_table_avx2 = {
-    isa::avx2, matmul_rows_avx2, sum_squares_avx2, scale_mul_avx2, dot_avx2, axpy_avx2, swiglu_avx2,
+    isa::avx2, matmul_rows_avx2<load_f32>, matmul_rows_avx2<load_bf16>, matmul_rows_avx2<load_f16>, sum_squares_avx2, scale_mul_avx2, dot_avx2, axpy_avx2, swiglu_avx2,
 };
 
 }  // namespace pagedserve::kernels

@@ -4,7 +4,9 @@
 // that walks k = 0, 16, 32, ... with one FMA per step (the last step masked, lanes past n_in are 0),
 // then is folded by the fixed tree of reduce16(). Tiles only choose how many such independent
 // chains run side by side, never the order inside one, so any n_tokens, token position or row range
-// gives bit-identical results for the same x row and w row.
+// gives bit-identical results for the same x row and w row. bf16 and fp16 weights go through the
+// same template, widened exactly to fp32 before the FMA, so they give the fp32 path's bits (AVX-512
+// BF16's vdpbf16ps is not used: it would round x to bf16 and pair the products differently).
 // GCC 12's avx512fintrin.h builds its pass-through operands from _mm512_undefined_ps(), which
 // -Wuninitialized flags once inlined (GCC PR 105593, fixed in 12.3/13); the warning is spurious.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -13,6 +15,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 
 #include "pagedserve/kernels.hpp"
@@ -49,21 +52,43 @@ inline __m128 reduce16x4(__m512 a, __m512 b, __m512 c, __m512 d) {
   return _mm512_castps512_ps128(_mm512_permutexvar_ps(idx, l4));
 }
 
+// Sixteen weights as fp32: full loads and zero-padded tails (mask m). bf16 is the high half of an
+// fp32 (zero-extend, shift left 16); fp16 widens with vcvtph2ps. Both conversions are exact.
+struct load_f32 {
+  using elem = float;
+  static __m512 full(const float* p) { return _mm512_loadu_ps(p); }
+  static __m512 tail(__mmask16 m, const float* p) { return _mm512_maskz_loadu_ps(m, p); }
+};
+
+inline __m512 widen_bf16(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+
+struct load_bf16 {
+  using elem = std::uint16_t;
+  static __m512 full(const std::uint16_t* p) { return widen_bf16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static __m512 tail(__mmask16 m, const std::uint16_t* p) { return widen_bf16(_mm256_maskz_loadu_epi16(m, p)); }
+};
+
+struct load_f16 {
+  using elem = std::uint16_t;
+  static __m512 full(const std::uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static __m512 tail(__mmask16 m, const std::uint16_t* p) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+};
+
 // n_t tokens x n_r weight rows: out[t, o] for t in [0, n_t), o in [o0, o0 + n_r).
-template <int n_t, int n_r>
-void matmul_tile(float* out, const float* x, const float* w, int n_in, int n_out, int o0) {
+template <class L, int n_t, int n_r>
+void matmul_tile(float* out, const float* x, const typename L::elem* w, int n_in, int n_out, int o0) {
   __m512 acc[n_t][n_r];
 #pragma GCC unroll 8
   for (int t = 0; t < n_t; ++t)
 #pragma GCC unroll 8
     for (int r = 0; r < n_r; ++r) acc[t][r] = _mm512_setzero_ps();
-  const float* wr[n_r];
+  const typename L::elem* wr[n_r];
   for (int r = 0; r < n_r; ++r) wr[r] = w + static_cast<std::size_t>(o0 + r) * n_in;
   int k = 0;
   for (; k + 16 <= n_in; k += 16) {
     __m512 wv[n_r];
 #pragma GCC unroll 8
-    for (int r = 0; r < n_r; ++r) wv[r] = _mm512_loadu_ps(wr[r] + k);
+    for (int r = 0; r < n_r; ++r) wv[r] = L::full(wr[r] + k);
 #pragma GCC unroll 8
     for (int t = 0; t < n_t; ++t) {
       const __m512 xv = _mm512_loadu_ps(x + static_cast<std::size_t>(t) * n_in + k);
@@ -75,7 +100,7 @@ void matmul_tile(float* out, const float* x, const float* w, int n_in, int n_out
     const __mmask16 m = tail_mask(n_in - k);
     __m512 wv[n_r];
 #pragma GCC unroll 8
-    for (int r = 0; r < n_r; ++r) wv[r] = _mm512_maskz_loadu_ps(m, wr[r] + k);
+    for (int r = 0; r < n_r; ++r) wv[r] = L::tail(m, wr[r] + k);
 #pragma GCC unroll 8
     for (int t = 0; t < n_t; ++t) {
       const __m512 xv = _mm512_maskz_loadu_ps(m, x + static_cast<std::size_t>(t) * n_in + k);
@@ -103,41 +128,44 @@ void matmul_tile(float* out, const float* x, const float* w, int n_in, int n_out
 template <int n_t>
 constexpr int rows_per_tile = n_t <= 2 ? 8 : 6;
 
-using tile_fn = void (*)(float*, const float*, const float*, int, int, int);
+template <class L>
+using tile_fn = void (*)(float*, const float*, const typename L::elem*, int, int, int);
 
-template <int n_t, int... r>
-constexpr tile_fn tile_for_rows(int n_r, std::integer_sequence<int, r...>) {
-  constexpr tile_fn fns[] = {matmul_tile<n_t, r + 1>...};
+template <class L, int n_t, int... r>
+constexpr tile_fn<L> tile_for_rows(int n_r, std::integer_sequence<int, r...>) {
+  constexpr tile_fn<L> fns[] = {matmul_tile<L, n_t, r + 1>...};
   return fns[n_r - 1];
 }
 
 // All rows [o_begin, o_end) for one group of n_t tokens starting at x.
-template <int n_t>
-void matmul_token_group(float* out, const float* x, const float* w, int n_in, int n_out, int o_begin,
+template <class L, int n_t>
+void matmul_token_group(float* out, const float* x, const typename L::elem* w, int n_in, int n_out, int o_begin,
                         int o_end) {
   constexpr int n_r = rows_per_tile<n_t>;
   int o = o_begin;
-  for (; o + n_r <= o_end; o += n_r) matmul_tile<n_t, n_r>(out, x, w, n_in, n_out, o);
+  for (; o + n_r <= o_end; o += n_r) matmul_tile<L, n_t, n_r>(out, x, w, n_in, n_out, o);
   if (o < o_end)
-    tile_for_rows<n_t>(o_end - o, std::make_integer_sequence<int, n_r - 1>{})(out, x, w, n_in, n_out, o);
+    tile_for_rows<L, n_t>(o_end - o, std::make_integer_sequence<int, n_r - 1>{})(out, x, w, n_in, n_out, o);
 }
 
-void matmul_rows_avx512(float* out, const float* x, const float* w, int n_tokens, int n_in, int n_out,
+template <class L>
+void matmul_rows_avx512(float* out, const float* x, const typename L::elem* w, int n_tokens, int n_in, int n_out,
                         int o_begin, int o_end) {
   // Blocks of weight rows small enough to stay in L2 while every token group passes over them.
-  const int row_block = std::max(8, (256 * 1024 / 4 / std::max(n_in, 1)) & ~7);
+  const int row_block =
+      std::max(8, (256 * 1024 / static_cast<int>(sizeof(typename L::elem)) / std::max(n_in, 1)) & ~7);
   for (int ob = o_begin; ob < o_end; ob += row_block) {
     const int oe = std::min(o_end, ob + row_block);
     int t = 0;
     for (; t + 4 <= n_tokens; t += 4)
-      matmul_token_group<4>(out + static_cast<std::size_t>(t) * n_out, x + static_cast<std::size_t>(t) * n_in,
-                            w, n_in, n_out, ob, oe);
+      matmul_token_group<L, 4>(out + static_cast<std::size_t>(t) * n_out, x + static_cast<std::size_t>(t) * n_in,
+                               w, n_in, n_out, ob, oe);
     float* ot = out + static_cast<std::size_t>(t) * n_out;
     const float* xt = x + static_cast<std::size_t>(t) * n_in;
     switch (n_tokens - t) {
-      case 3: matmul_token_group<3>(ot, xt, w, n_in, n_out, ob, oe); break;
-      case 2: matmul_token_group<2>(ot, xt, w, n_in, n_out, ob, oe); break;
-      case 1: matmul_token_group<1>(ot, xt, w, n_in, n_out, ob, oe); break;
+      case 3: matmul_token_group<L, 3>(ot, xt, w, n_in, n_out, ob, oe); break;
+      case 2: matmul_token_group<L, 2>(ot, xt, w, n_in, n_out, ob, oe); break;
+      case 1: matmul_token_group<L, 1>(ot, xt, w, n_in, n_out, ob, oe); break;
       default: break;
     }
   }
@@ -225,7 +253,8 @@ void swiglu_avx512(float* gate, const float* up, int n) {
 }  // namespace
 
 extern const kernel_table kernel_table_avx512 = {
-    isa::avx512, matmul_rows_avx512, sum_squares_avx512, scale_mul_avx512, dot_avx512, axpy_avx512, swiglu_avx512,
+    isa::avx512, matmul_rows_avx512<load_f32>, matmul_rows_avx512<load_bf16>, matmul_rows_avx512<load_f16>,
+    sum_squares_avx512, scale_mul_avx512, dot_avx512, axpy_avx512, swiglu_avx512,
 };
 
 }  // namespace pagedserve::kernels

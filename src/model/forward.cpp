@@ -1,4 +1,6 @@
-// The Llama forward pass over one step's flat token batch, top to bottom.
+// The Llama-family forward pass over one step's flat token batch, top to bottom. Architecture
+// differences are data: optional biases (Qwen2), per-head q/k norms (Qwen3), the RoPE pairing
+// (llama2.c interleaved, HF rotate-half), a separate head width (Qwen3) and MoE layers (Qwen3-MoE).
 #include "pagedserve/forward.hpp"
 
 #include <tbb/parallel_for.h>
@@ -17,13 +19,19 @@ forward_pass::forward_pass(const model& m, const kernels::kernel_table& kt, int 
   x_.resize(T * c.dim);
   xb_.resize(T * c.dim);
   xb2_.resize(T * c.dim);
-  q_.resize(T * c.dim);
+  q_.resize(T * c.q_dim());
   k_.resize(T * c.kv_dim());
   v_.resize(T * c.kv_dim());
-  att_.resize(T * c.dim);
-  hb_.resize(T * c.hidden_dim);
-  hb2_.resize(T * c.hidden_dim);
+  att_.resize(T * c.q_dim());
+  const bool any_dense = std::any_of(m.layers.begin(), m.layers.end(), [](const auto& l) { return !l.is_moe(); });
+  if (any_dense) {
+    hb_.resize(T * c.hidden_dim);
+    hb2_.resize(T * c.hidden_dim);
+  }
   logits_.resize(T * static_cast<std::size_t>(c.vocab_size));
+  rope_cos_.resize(T * (c.head_size() / 2));
+  rope_sin_.resize(T * (c.head_size() / 2));
+  if (c.n_experts > 0) moe_.emplace(c, max_tokens_per_step);
 }
 
 namespace {
@@ -40,10 +48,12 @@ void add_residual(float* x, const float* y, int n_tokens, int dim) {
 }  // namespace
 
 float* forward_pass::run(const step_batch& b, const kv_cache& cache) {
+  namespace ops = kernels::ops;
   const model_config& c = model_.config;
   const int T = b.n_tokens();
   ps_check(T > 0 && T <= max_tokens_, "forward: step token count out of range");
-  const int dim = c.dim, kv_dim = c.kv_dim(), hid = c.hidden_dim, hs = c.head_size();
+  const int dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), hid = c.hidden_dim, hs = c.head_size();
+  const float eps = c.rms_norm_eps;
 
   kernels::attention_batch ab;
   ab.seq_of_token = b.seq_of_token.data();
@@ -56,33 +66,46 @@ float* forward_pass::run(const step_batch& b, const kv_cache& cache) {
   for (int t = 0; t < T; ++t) {
     const token_id id = b.tokens[t];
     ps_check(id >= 0 && id < c.vocab_size, "forward: token id out of vocabulary");
-    std::memcpy(&x_[static_cast<std::size_t>(t) * dim], model_.token_embedding + static_cast<std::size_t>(id) * dim,
-                dim * sizeof(float));
+    weight_row_to_f32(&x_[static_cast<std::size_t>(t) * dim], model_.token_embedding, id);
   }
+  // Every layer turns its queries and keys by the same per-token angles.
+  ops::rope_angles(rope_cos_.data(), rope_sin_.data(), b.positions.data(), T, model_.rope_inv_freq.data(), hs / 2);
 
   for (int l = 0; l < c.n_layers; ++l) {
     const layer_weights& w = model_.layers[l];
     // Attention block.
-    kernels::ops::rmsnorm(kt_, xb_.data(), x_.data(), w.rms_att, T, dim, c.rms_norm_eps);
-    kernels::ops::matmul(kt_, q_.data(), xb_.data(), w.wq, T, dim, dim);
-    kernels::ops::matmul(kt_, k_.data(), xb_.data(), w.wk, T, dim, kv_dim);
-    kernels::ops::matmul(kt_, v_.data(), xb_.data(), w.wv, T, dim, kv_dim);
-    kernels::ops::rope(q_.data(), b.positions.data(), T, c.n_heads, hs, c.rope_theta);
-    kernels::ops::rope(k_.data(), b.positions.data(), T, c.n_kv_heads, hs, c.rope_theta);
+    ops::rmsnorm(kt_, xb_.data(), x_.data(), w.rms_att, T, dim, eps);
+    ops::matmul(kt_, q_.data(), xb_.data(), w.wq, T);
+    ops::matmul(kt_, k_.data(), xb_.data(), w.wk, T);
+    ops::matmul(kt_, v_.data(), xb_.data(), w.wv, T);
+    if (w.bq) ops::add_bias(q_.data(), w.bq, T, q_dim);
+    if (w.bk) ops::add_bias(k_.data(), w.bk, T, kv_dim);
+    if (w.bv) ops::add_bias(v_.data(), w.bv, T, kv_dim);
+    if (w.q_norm) {  // RMSNorm over each head, in place
+      ops::rmsnorm(kt_, q_.data(), q_.data(), w.q_norm, T * c.n_heads, hs, eps);
+      ops::rmsnorm(kt_, k_.data(), k_.data(), w.k_norm, T * c.n_kv_heads, hs, eps);
+    }
+    ops::rope(q_.data(), rope_cos_.data(), rope_sin_.data(), T, c.n_heads, hs, c.rope);
+    ops::rope(k_.data(), rope_cos_.data(), rope_sin_.data(), T, c.n_kv_heads, hs, c.rope);
     for (int t = 0; t < T; ++t) {  // this step's keys and values into their paged slots
       std::memcpy(cache.key_at(l, b.slots[t]), &k_[static_cast<std::size_t>(t) * kv_dim], kv_dim * sizeof(float));
       std::memcpy(cache.value_at(l, b.slots[t]), &v_[static_cast<std::size_t>(t) * kv_dim], kv_dim * sizeof(float));
     }
-    kernels::ops::paged_attention(kt_, att_.data(), q_.data(), cache.layer(l), ab, c.n_heads, c.n_kv_heads, hs);
-    kernels::ops::matmul(kt_, xb2_.data(), att_.data(), w.wo, T, dim, dim);
+    ops::paged_attention(kt_, att_.data(), q_.data(), cache.layer(l), ab, c.n_heads, c.n_kv_heads, hs);
+    ops::matmul(kt_, xb2_.data(), att_.data(), w.wo, T);
+    if (w.bo) ops::add_bias(xb2_.data(), w.bo, T, dim);
     add_residual(x_.data(), xb2_.data(), T, dim);
 
-    // SwiGLU feed-forward block.
-    kernels::ops::rmsnorm(kt_, xb_.data(), x_.data(), w.rms_ffn, T, dim, c.rms_norm_eps);
-    kernels::ops::matmul(kt_, hb_.data(), xb_.data(), w.w1, T, dim, hid);
-    kernels::ops::matmul(kt_, hb2_.data(), xb_.data(), w.w3, T, dim, hid);
-    kernels::ops::swiglu(kt_, hb_.data(), hb2_.data(), T, hid);
-    kernels::ops::matmul(kt_, xb2_.data(), hb_.data(), w.w2, T, hid, dim);
+    // Feed-forward block: one SwiGLU, or the token's top-k experts.
+    ops::rmsnorm(kt_, xb_.data(), x_.data(), w.rms_ffn, T, dim, eps);
+    if (w.is_moe()) {
+      moe_->run(kt_, xb2_.data(), xb_.data(), w, T);
+    } else {
+      ops::matmul(kt_, hb_.data(), xb_.data(), w.w_gate, T);
+      ops::matmul(kt_, hb2_.data(), xb_.data(), w.w_up, T);
+      ops::swiglu(kt_, hb_.data(), hb2_.data(), T, hid);
+      ops::matmul(kt_, xb2_.data(), hb_.data(), w.w_down, T);
+    }
     add_residual(x_.data(), xb2_.data(), T, dim);
   }
 
@@ -92,8 +115,8 @@ float* forward_pass::run(const step_batch& b, const kv_cache& cache) {
   for (int r = 0; r < n_rows; ++r)
     std::memcpy(&xb2_[static_cast<std::size_t>(r) * dim], &x_[static_cast<std::size_t>(b.logits_rows[r]) * dim],
                 dim * sizeof(float));
-  kernels::ops::rmsnorm(kt_, xb_.data(), xb2_.data(), model_.rms_final, n_rows, dim, c.rms_norm_eps);
-  kernels::ops::matmul(kt_, logits_.data(), xb_.data(), model_.classifier, n_rows, dim, c.vocab_size);
+  ops::rmsnorm(kt_, xb_.data(), xb2_.data(), model_.rms_final, n_rows, dim, eps);
+  ops::matmul(kt_, logits_.data(), xb_.data(), model_.classifier, n_rows);
   return logits_.data();
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <random>
 
+#include "pagedserve/mapped_file.hpp"
 #include "pagedserve/model.hpp"
 
 namespace pagedserve {
@@ -52,23 +53,25 @@ std::size_t expected_words(const model_config& c) {
 // Points the model's tensors into words (the floats after the header).
 void assign_tensors(model& m, const float* words) {
   const model_config& c = m.config;
-  const std::size_t dim = c.dim, hid = c.hidden_dim, L = c.n_layers, kv = c.kv_dim();
+  const int dim = c.dim, hid = c.hidden_dim, kv = c.kv_dim();
   const float* p = words;
   auto take = [&p](std::size_t n) { const float* t = p; p += n; return t; };
-  m.token_embedding = take(static_cast<std::size_t>(c.vocab_size) * dim);
-  m.layers.assign(L, {});
+  auto take_matrix = [&](int rows, int cols) { return weight_f32(take(static_cast<std::size_t>(rows) * cols), rows, cols); };
+  m.token_embedding = take_matrix(c.vocab_size, dim);
+  m.layers.assign(c.n_layers, {});
   for (auto& l : m.layers) l.rms_att = take(dim);
-  for (auto& l : m.layers) l.wq = take(dim * dim);
-  for (auto& l : m.layers) l.wk = take(kv * dim);
-  for (auto& l : m.layers) l.wv = take(kv * dim);
-  for (auto& l : m.layers) l.wo = take(dim * dim);
+  for (auto& l : m.layers) l.wq = take_matrix(dim, dim);
+  for (auto& l : m.layers) l.wk = take_matrix(kv, dim);
+  for (auto& l : m.layers) l.wv = take_matrix(kv, dim);
+  for (auto& l : m.layers) l.wo = take_matrix(dim, dim);
   for (auto& l : m.layers) l.rms_ffn = take(dim);
-  for (auto& l : m.layers) l.w1 = take(hid * dim);
-  for (auto& l : m.layers) l.w2 = take(dim * hid);
-  for (auto& l : m.layers) l.w3 = take(hid * dim);
+  for (auto& l : m.layers) l.w_gate = take_matrix(hid, dim);
+  for (auto& l : m.layers) l.w_down = take_matrix(dim, hid);
+  for (auto& l : m.layers) l.w_up = take_matrix(hid, dim);
   m.rms_final = take(dim);
   take(static_cast<std::size_t>(c.seq_len) * c.head_size());  // legacy freq_cis_real/imag: RoPE is computed
-  m.classifier = c.shared_classifier ? m.token_embedding : take(static_cast<std::size_t>(c.vocab_size) * dim);
+  m.classifier = c.shared_classifier ? m.token_embedding : take_matrix(c.vocab_size, dim);
+  m.rope_inv_freq = rope_inv_freq_compute(c);
 }
 
 std::expected<model_config, std::string> validate(const std::byte* data, std::size_t size) {
@@ -100,7 +103,9 @@ std::expected<std::shared_ptr<const model>, std::string> llama2c_model_load(cons
   m->name = path.stem().string();
   m->config = *config;
   assign_tensors(*m, reinterpret_cast<const float*>(bytes.data() + header_words * sizeof(std::int32_t)));
-  m->mapping = std::move(*file);
+  m->storage.push_back(std::make_shared<mapped_file>(std::move(*file)));
+  m->generation.bos_token_id = 1;  // llama2.c's SentencePiece vocabularies: <s> = 1, </s> = 2
+  m->generation.eos_token_ids = {2};
   return m;
 }
 
@@ -111,8 +116,10 @@ std::expected<std::shared_ptr<const model>, std::string> llama2c_model_from_floa
   auto m = std::make_shared<model>();
   m->name = std::move(name);
   m->config = *config;
-  m->owned = std::move(file_words);
-  assign_tensors(*m, m->owned.data() + header_words);
+  const float* words = m->keep(std::move(file_words));
+  assign_tensors(*m, words + header_words);
+  m->generation.bos_token_id = 1;
+  m->generation.eos_token_ids = {2};
   return m;
 }
 

@@ -1,142 +1,273 @@
+// The connection mechanics of http_session: the read loop with pipelining, the in-order answer
+// queue, the write queue, timeouts, close and the WebSocket hand-over. Routes are in
+// http_session_routes.cpp.
 #include "net/http_session.hpp"
 
 #include <boost/asio/dispatch.hpp>
-#include <boost/asio/post.hpp>
-
-#include <unistd.h>
-
-#include <chrono>
-#include <cstdio>
+#include <boost/asio/write.hpp>
 
 #include "actors/logger.hpp"
 #include "net/ws_session.hpp"
-#include "pagedserve/ws_protocol.hpp"
 
 namespace pagedserve::net {
 namespace {
 
-constexpr auto http_idle_timeout = std::chrono::seconds(30);
+constexpr auto idle_timeout = std::chrono::seconds(30);   // to send a whole request when nothing is in progress
+constexpr auto write_timeout = std::chrono::seconds(60);  // for one write to drain: a client that stopped reading
+constexpr auto linger_timeout = std::chrono::seconds(2);  // to read what a client still sends after our FIN
+constexpr std::size_t max_pipelined = 16;                  // requests read ahead of the one being answered
+constexpr std::size_t header_limit = 16 * 1024;
 
-std::string error_body(std::string_view message, std::string_view type, std::string_view code) {
-  std::string out = R"({"error":{"message":)";
-  json_append_string(out, message);
-  out += R"(,"type":)";
-  json_append_string(out, type);
-  out += R"(,"param":null,"code":)";
-  json_append_string(out, code);
-  out += "}}";
-  return out;
-}
-
-// Resident set size of this process, from /proc (0 where unavailable).
-std::uint64_t resident_bytes() {
-  std::FILE* f = std::fopen("/proc/self/statm", "r");
-  if (!f) return 0;
-  unsigned long long pages_total = 0, pages_resident = 0;
-  const int n = std::fscanf(f, "%llu %llu", &pages_total, &pages_resident);
-  std::fclose(f);
-  return n == 2 ? pages_resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) : 0;
-}
-
-std::string health_body(const engine& e, const engine_status& s) {
-  std::string out = R"({"status":"ok","model":)";
-  json_append_string(out, e.served_model().name);
-  out += R"(,"running":)" + std::to_string(s.scheduler.running) + R"(,"waiting":)" +
-         std::to_string(s.scheduler.waiting) + R"(,"kv_blocks_total":)" + std::to_string(s.kv.blocks_total) +
-         R"(,"kv_blocks_free":)" + std::to_string(s.kv.blocks_free) + R"(,"kv_block_size":)" +
-         std::to_string(s.kv.block_size) + R"(,"kv_sequences":)" + std::to_string(s.kv.sequences) +
-         R"(,"preemptions":)" + std::to_string(s.scheduler.preemptions) + R"(,"steps":)" +
-         std::to_string(s.scheduler.steps) + R"(,"rss_bytes":)" + std::to_string(resident_bytes()) + R"(,"version":")" PAGEDSERVE_VERSION R"("})";
-  return out;
+bool is_disconnect(const beast::error_code& ec) {
+  return ec == http::error::end_of_stream || ec == http::error::partial_message || ec == asio::error::eof ||
+         ec == asio::error::connection_reset || ec == asio::error::operation_aborted ||
+         ec == asio::error::broken_pipe || ec == asio::error::bad_descriptor || ec == asio::error::not_connected;
 }
 
 }  // namespace
 
 http_session::http_session(tcp::socket socket, engine& e, const server_config& config)
-    : stream_(std::move(socket)), engine_(e), config_(config) {}
+    : socket_(std::move(socket)),
+      executor_(socket_.get_executor()),
+      engine_(e),
+      config_(config),
+      idle_timer_(executor_),
+      write_timer_(executor_) {}
 
 void http_session::run() {
-  asio::dispatch(stream_.get_executor(), beast::bind_front_handler(&http_session::do_read, shared_from_this()));
+  asio::dispatch(executor_, [self = shared_from_this()] {
+    // SSE events are small writes sent as they are made: Nagle's algorithm would hold them back.
+    beast::error_code ec;
+    self->socket_.set_option(tcp::no_delay(true), ec);
+    self->arm_idle_timer();
+    self->do_read();
+  });
 }
 
 void http_session::do_read() {
+  if (reading_ || read_stopped_ || closed_ || pending_.size() >= max_pipelined) return;
   parser_.emplace();
   parser_->body_limit(config_.max_body_bytes);
-  parser_->header_limit(16 * 1024);
-  stream_.expires_after(http_idle_timeout);
-  http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&http_session::on_read, shared_from_this()));
+  parser_->header_limit(header_limit);
+  reading_ = true;
+  http::async_read_header(socket_, buffer_, *parser_, beast::bind_front_handler(&http_session::on_header, shared_from_this()));
 }
 
-void http_session::on_read(beast::error_code ec, std::size_t) {
-  if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::connection_reset) {
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    return;
+void http_session::on_header(beast::error_code ec, std::size_t) {
+  if (closing_ || closed_) {  // the connection is closing: whatever comes now is dropped
+    reading_ = false;
+    return ec ? close_now() : drain();
   }
-  if (ec == http::error::body_limit) {
-    response_ = {};
-    send_json(http::status::payload_too_large, error_body("request body too large", "invalid_request_error", "body_too_large"));
-    return;
-  }
-  if (ec) {  // malformed HTTP: answer 400 once, then close
-    response_ = {};
-    response_.keep_alive(false);
-    send_json(http::status::bad_request, error_body("malformed HTTP request: " + ec.message(), "invalid_request_error", "bad_http"));
-    return;
-  }
-  handle_request();
+  if (ec) return on_read_error(ec);
+  // A declared body over the limit gets its 413 without being read.
+  if (const auto length = parser_->content_length(); length && *length > config_.max_body_bytes)
+    return on_read_error(http::error::body_limit);
+  // curl waits a second for "100 Continue" before sending a larger body; say it when nothing else is
+  // being written, so it can never land inside another response.
+  const auto& req = parser_->get();
+  if (beast::iequals(req[http::field::expect], "100-continue") && !active_ && pending_.empty() && !sending())
+    send("HTTP/1.1 100 Continue\r\n\r\n");
+  http::async_read(socket_, buffer_, *parser_, beast::bind_front_handler(&http_session::on_body, shared_from_this()));
 }
 
-void http_session::handle_request() {
-  auto& req = parser_->get();
-  const std::string_view target = req.target();
-  const std::string_view path = target.substr(0, target.find('?'));
-  if (websocket::is_upgrade(req)) {
-    if (path != "/v1/ws") {
-      response_ = {};
-      response_.version(req.version());
-      send_json(http::status::not_found, error_body("WebSocket endpoint is /v1/ws", "invalid_request_error", "not_found"));
-      return;
-    }
-    stream_.expires_never();
-    std::make_shared<ws_session>(stream_.release_socket(), engine_, config_)->run(parser_->release());
-    return;
+void http_session::on_body(beast::error_code ec, std::size_t) {
+  if (closing_ || closed_) {
+    reading_ = false;
+    return ec ? close_now() : drain();
   }
-  response_ = {};
-  response_.version(req.version());
-  response_.keep_alive(req.keep_alive());
-  if (path == "/health") {
-    if (req.method() != http::verb::get && req.method() != http::verb::head) {
-      send_json(http::status::method_not_allowed, error_body("use GET /health", "invalid_request_error", "method_not_allowed"));
-      return;
-    }
-    engine_.report_status([self = shared_from_this()](engine_status s) {
-      asio::post(self->stream_.get_executor(), [self, s] {
-        self->send_json(http::status::ok, health_body(self->engine_, s));
-      });
-    });
-    return;
-  }
-  send_json(http::status::not_found, error_body("no route for " + std::string(path), "invalid_request_error", "not_found"));
-}
-
-void http_session::send_json(http::status status, std::string body) {
-  response_.result(status);
-  response_.set(http::field::server, "pagedserve/" PAGEDSERVE_VERSION);
-  response_.set(http::field::content_type, "application/json");
-  response_.body() = std::move(body);
-  response_.prepare_payload();
-  const bool keep_alive = response_.keep_alive();
-  http::async_write(stream_, response_,
-                    beast::bind_front_handler(&http_session::on_write, shared_from_this(), keep_alive));
-}
-
-void http_session::on_write(bool keep_alive, beast::error_code ec, std::size_t) {
-  if (ec) return;
-  if (!keep_alive) {
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    return;
-  }
+  if (ec) return on_read_error(ec);
+  reading_ = false;
+  request req = parser_->release();
+  // A WebSocket client sends frames once it has the 101: nothing more to read here.
+  if (websocket::is_upgrade(req)) read_stopped_ = true;
+  pending_.push_back({std::move(req), std::nullopt});
+  ++idle_epoch_;
+  idle_timer_.cancel();
+  if (!active_) start_next();
   do_read();
+}
+
+void http_session::on_read_error(beast::error_code ec) {
+  reading_ = false;
+  read_stopped_ = true;
+  std::optional<openai::api_error> answer;
+  if (ec == http::error::body_limit)
+    answer = openai::api_error{413, "request body exceeds " + std::to_string(config_.max_body_bytes) + " bytes",
+                               "invalid_request_error", "", "body_too_large"};
+  else if (ec == http::error::header_limit)
+    answer = openai::api_error{431, "request header too large", "invalid_request_error", "", "header_too_large"};
+  else if (ec.category() == beast::error_code(http::error::end_of_stream).category() && !is_disconnect(ec))
+    answer = openai::api_error{400, "malformed HTTP request: " + ec.message(), "invalid_request_error", "", "bad_http"};
+  if (answer) {  // answered in turn, after what was read before it; then the connection closes
+    pending_.push_back({std::nullopt, std::move(answer)});
+    if (!active_) start_next();
+    return;
+  }
+  // The client closed, reset or timed out: cancel what it asked for and answer nothing more.
+  actor_logger("net")->debug("http connection ended: {}", ec.message());
+  peer_closed_ = true;
+  pending_.clear();
+  if (auto x = exchange_) x->on_client_gone();
+  if (!active_) close_after_writes();
+}
+
+void http_session::start_next() {
+  if (active_ || closed_) return;
+  if (pending_.empty()) {
+    if (read_stopped_ || peer_closed_ || closing_) close_after_writes();
+    else arm_idle_timer();
+    return;
+  }
+  pending_item item = std::move(pending_.front());
+  pending_.pop_front();
+  active_ = true;
+  cors_origin_.clear();
+  head_only_ = false;
+  if (item.read_error) {
+    keep_alive_ = false;
+    version_ = 11;
+    return respond_error(*item.read_error);
+  }
+  request& req = *item.req;
+  keep_alive_ = req.keep_alive();
+  version_ = req.version();
+  head_only_ = req.method() == http::verb::head;
+  route(std::move(req));
+}
+
+std::string http_session::head(http::status status, std::string_view content_type,
+                               std::optional<std::size_t> content_length, const header_list& extra) const {
+  std::string out = "HTTP/1.1 " + std::to_string(static_cast<unsigned>(status)) + " " +
+                    std::string(http::obsolete_reason(status)) + "\r\nServer: pagedserve/" PAGEDSERVE_VERSION "\r\n";
+  if (!content_type.empty()) out += "Content-Type: " + std::string(content_type) + "\r\n";
+  const bool bodiless = status == http::status::no_content;
+  if (content_length && !bodiless) out += "Content-Length: " + std::to_string(*content_length) + "\r\n";
+  else if (!bodiless && chunked()) out += "Transfer-Encoding: chunked\r\n";
+  // Without a length or chunking the body ends with the connection.
+  const bool persistent = keep_alive_ && (bodiless || content_length || chunked());
+  out += persistent ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
+  if (!cors_origin_.empty()) {
+    out += "Access-Control-Allow-Origin: " + cors_origin_ + "\r\n";
+    if (cors_origin_ != "*") out += "Vary: Origin\r\n";
+  }
+  for (const auto& [name, value] : extra) out += name + ": " + value + "\r\n";
+  out += "\r\n";
+  return out;
+}
+
+void http_session::send(std::string bytes) {
+  if (closed_ || bytes.empty()) return;
+  out_.push_back(std::move(bytes));
+  if (!writing_) do_write();
+}
+
+void http_session::do_write() {
+  writing_ = true;
+  in_flight_.assign(std::make_move_iterator(out_.begin()), std::make_move_iterator(out_.end()));
+  out_.clear();
+  std::vector<asio::const_buffer> buffers;
+  buffers.reserve(in_flight_.size());
+  for (const std::string& s : in_flight_) buffers.push_back(asio::buffer(s));
+  const std::uint64_t epoch = ++write_epoch_;
+  write_timer_.expires_after(write_timeout);
+  write_timer_.async_wait([self = shared_from_this(), epoch](beast::error_code ec) {
+    if (ec || epoch != self->write_epoch_ || !self->writing_) return;
+    actor_logger("net")->warn("http client stopped reading for {} s: closing", write_timeout.count());
+    self->close_now();
+  });
+  asio::async_write(socket_, buffers, beast::bind_front_handler(&http_session::on_write, shared_from_this()));
+}
+
+void http_session::on_write(beast::error_code ec, std::size_t) {
+  writing_ = false;
+  ++write_epoch_;
+  write_timer_.cancel();
+  in_flight_.clear();
+  if (ec) {
+    actor_logger("net")->debug("http write failed: {}", ec.message());
+    peer_closed_ = true;
+    pending_.clear();
+    if (auto x = exchange_) x->on_client_gone();
+    close_now();
+    return;
+  }
+  if (!out_.empty()) return do_write();
+  if (upgrade_) return upgrade(*std::exchange(upgrade_, std::nullopt));
+  if (closing_) return close_after_writes();
+  if (auto x = exchange_) x->on_writable();
+}
+
+void http_session::finish_response() {
+  active_ = false;
+  exchange_.reset();
+  if (!keep_alive_ || peer_closed_) {
+    read_stopped_ = true;
+    pending_.clear();
+    return close_after_writes();
+  }
+  start_next();
+  do_read();
+}
+
+void http_session::arm_idle_timer() {
+  const std::uint64_t epoch = ++idle_epoch_;
+  idle_timer_.expires_after(idle_timeout);
+  idle_timer_.async_wait([self = shared_from_this(), epoch](beast::error_code ec) {
+    if (ec || epoch != self->idle_epoch_ || self->active_ || !self->pending_.empty()) return;
+    self->close_now();
+  });
+}
+
+void http_session::close_after_writes() {
+  closing_ = true;
+  if (closed_ || shut_down_ || sending()) return;  // on_write comes back here once the queue is out
+  shut_down_ = true;
+  beast::error_code ec;
+  socket_.shutdown(tcp::socket::shutdown_send, ec);
+  if (peer_closed_ || ec) return close_now();
+  // Lingering close: closing with unread input (the rest of a refused body, a pipelined request)
+  // would make the kernel send a reset that can destroy the response still in flight. Read and drop
+  // until the client closes too, for a few seconds at most.
+  const std::uint64_t epoch = ++idle_epoch_;
+  idle_timer_.expires_after(linger_timeout);
+  idle_timer_.async_wait([self = shared_from_this(), epoch](beast::error_code ec) {
+    if (!ec && epoch == self->idle_epoch_) self->close_now();
+  });
+  if (!reading_) drain();  // else the read in flight comes to drain() when it completes
+}
+
+void http_session::drain() {
+  if (closed_) return;
+  reading_ = true;
+  socket_.async_read_some(asio::buffer(drain_buf_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    self->reading_ = false;
+    if (ec) return self->close_now();
+    self->drain();
+  });
+}
+
+void http_session::close_now() {
+  if (closed_) return;
+  closed_ = true;
+  ++idle_epoch_;
+  ++write_epoch_;
+  idle_timer_.cancel();
+  write_timer_.cancel();
+  out_.clear();
+  beast::error_code ec;
+  socket_.close(ec);  // aborts a pending read or write; their handlers see operation_aborted
+}
+
+void http_session::upgrade(request req) {
+  if (sending()) {  // an earlier response is still going out
+    upgrade_ = std::move(req);
+    return;
+  }
+  closed_ = true;
+  ++idle_epoch_;
+  idle_timer_.cancel();
+  write_timer_.cancel();
+  std::make_shared<ws_session>(std::move(socket_), engine_, config_)->run(std::move(req));
 }
 
 }  // namespace pagedserve::net

@@ -1,32 +1,123 @@
 #pragma once
-// One HTTP/1.1 connection: keep-alive request loop; GET /health answers with the engine's figures;
-// an upgrade at /v1/ws hands the socket to a ws_session. Everything else is a JSON 404.
+// One HTTP/1.1 connection. Requests are read as they come (keep-alive and pipelining: up to
+// max_pipelined read ahead) and answered strictly in order, one at a time. A read stays pending
+// while a request is being answered, so a client that closes its end mid-stream is seen at once
+// and its generation cancelled. Routes (http_session_routes.cpp): the OpenAI API, /tokenize,
+// /detokenize, /health, /version, /metrics; an upgrade at /v1/ws hands the socket to a ws_session.
+//
+// Writes go out one at a time from a queue of byte strings (all of it gathered into one write),
+// so an SSE stream is flushed event by event. All state lives on the connection's strand.
+#include <boost/asio/steady_timer.hpp>
+
+#include <array>
+#include <deque>
 #include <memory>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "actors/engine.hpp"
 #include "net/net_common.hpp"
+#include "pagedserve/openai_request.hpp"
 
 namespace pagedserve::net {
+
+// A request answered over time (a generation): the session tells it these, on its strand.
+class http_exchange {
+ public:
+  virtual ~http_exchange() = default;
+  virtual void on_writable() = 0;     // the write queue drained: send what has accumulated
+  virtual void on_client_gone() = 0;  // the socket closed or failed: cancel, write nothing more
+};
+
+using header_list = std::vector<std::pair<std::string, std::string>>;
 
 class http_session : public std::enable_shared_from_this<http_session> {
  public:
   http_session(tcp::socket socket, engine& e, const server_config& config);
   void run();
 
- private:
-  void do_read();
-  void on_read(beast::error_code ec, std::size_t bytes);
-  void handle_request();
-  void send_json(http::status status, std::string body);
-  void on_write(bool keep_alive, beast::error_code ec, std::size_t bytes);
+  // For the exchange answering the current request; call on executor() only.
+  const asio::any_io_executor& executor() const { return executor_; }
+  // A response head with the session's common fields (Server, CORS). No length: chunked if the
+  // client speaks HTTP/1.1, else the body ends when the connection closes.
+  std::string head(http::status status, std::string_view content_type, std::optional<std::size_t> content_length,
+                   const header_list& extra = {}) const;
+  void send(std::string bytes);  // bytes of the current response, in order
+  bool sending() const { return writing_ || !out_.empty(); }
+  bool chunked() const { return version_ == 11; }  // may the current response use chunked encoding
+  bool keep_alive() const { return keep_alive_; }
+  void end_connection() { keep_alive_ = false; }  // close once the current response is out
+  void finish_response();        // the current response is complete: on to the next request
+  bool client_gone() const { return peer_closed_ || closed_; }
 
-  beast::tcp_stream stream_;
+ private:
+  using request = http::request<http::string_body>;
+  // A request read off the socket, or the error its reading ended in (answered, then the close).
+  struct pending_item {
+    std::optional<request> req;
+    std::optional<openai::api_error> read_error;
+  };
+
+  void do_read();
+  void on_header(beast::error_code ec, std::size_t bytes);
+  void on_body(beast::error_code ec, std::size_t bytes);
+  void on_read_error(beast::error_code ec);
+  void start_next();
+  void do_write();
+  void on_write(beast::error_code ec, std::size_t bytes);
+  void arm_idle_timer();
+  void close_now();
+  void close_after_writes();
+  void drain();  // lingering close: read and drop what the client still sends
+  void upgrade(request req);
+
+  // Routing and the simple endpoints (http_session_routes.cpp).
+  void route(request req);
+  bool authorized(const request& req) const;
+  bool model_known(std::string_view name) const;
+  std::string served_name() const;
+  void respond(http::status status, std::string_view content_type, std::string body, const header_list& extra = {});
+  void respond_json(http::status status, std::string body) { respond(status, "application/json", std::move(body)); }
+  void respond_error(const openai::api_error& e);
+  void serve_status(bool metrics);
+  void serve_models(std::string_view path);
+  void serve_tokenize(const request& req);
+  void serve_detokenize(const request& req);
+  void serve_generation(openai::endpoint kind, const request& req);
+  void serve_preflight(const request& req);
+
+  tcp::socket socket_;
+  asio::any_io_executor executor_;  // the connection's strand
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  http::response<http::string_body> response_;
+  std::deque<pending_item> pending_;  // read, not yet answered
   engine& engine_;
   const server_config& config_;
+  asio::steady_timer idle_timer_, write_timer_;
+  std::uint64_t idle_epoch_ = 0, write_epoch_ = 0;  // a timer firing for an older epoch is stale
+
+  // The request being answered.
+  bool active_ = false;
+  bool head_only_ = false;    // HEAD: the response's head without its body
+  bool keep_alive_ = true;
+  unsigned version_ = 11;
+  std::string cors_origin_;   // Access-Control-Allow-Origin for this response; empty = none
+  std::shared_ptr<http_exchange> exchange_;
+
+  bool reading_ = false;
+  bool read_stopped_ = false;  // no more requests will be read (upgrade, read error, closing)
+  bool peer_closed_ = false;   // the client closed or reset its end
+  bool closing_ = false;       // close once the queued writes are out
+  bool closed_ = false;
+  bool shut_down_ = false;     // our FIN is sent
+  std::array<char, 4096> drain_buf_;
+  std::optional<request> upgrade_;  // a WebSocket upgrade waiting for earlier writes to drain
+
+  std::deque<std::string> out_;        // queued, not yet written
+  std::vector<std::string> in_flight_;  // being written
+  bool writing_ = false;
 };
 
 }  // namespace pagedserve::net

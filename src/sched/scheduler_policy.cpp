@@ -76,12 +76,14 @@ void scheduler_policy::preempt(request_id id) {
   ++n_preemptions_;
 }
 
-std::optional<request_id> scheduler_policy::on_allocation_refused(std::vector<step_chunk>& plan, std::size_t index) {
+std::vector<request_id> scheduler_policy::on_allocation_refused(std::vector<step_chunk>& plan, std::size_t index) {
   ps_check(index < plan.size(), "allocation refused for a chunk outside the plan");
+  std::vector<request_id> to_free;
   // Admissions are last in the plan: return them to the front of the queue, oldest first.
   auto send_back_admissions_from = [&](std::size_t from) {
     for (std::size_t i = plan.size(); i-- > from;) {
       if (!plan[i].admitted) continue;
+      to_free.push_back(plan[i].id);
       auto it = std::find_if(running_.begin(), running_.end(), [&](const sequence& s) { return s.id == plan[i].id; });
       waiting_.push_front(std::move(*it));
       running_.erase(it);
@@ -90,7 +92,7 @@ std::optional<request_id> scheduler_policy::on_allocation_refused(std::vector<st
   };
   if (plan[index].admitted) {
     send_back_admissions_from(index);
-    return std::nullopt;
+    return to_free;
   }
   // A running sequence needs a block: admissions wait, and the newest running sequence gives way.
   send_back_admissions_from(0);
@@ -99,7 +101,22 @@ std::optional<request_id> scheduler_policy::on_allocation_refused(std::vector<st
   const request_id victim = newest->id;
   preempt(victim);
   std::erase_if(plan, [&](const step_chunk& c) { return c.id == victim; });
-  return victim;
+  to_free.push_back(victim);
+  return to_free;
+}
+
+void scheduler_policy::on_admission_cached(std::vector<step_chunk>& plan, std::size_t index, int n_cached) {
+  step_chunk& c = plan[index];
+  sequence* s = running_seq(c.id);
+  ps_check(c.admitted && s != nullptr && c.first == s->n_computed, "prefix hit for a chunk that is not an admission");
+  const int len = static_cast<int>(s->tokens.size());
+  ps_check(n_cached >= c.first && n_cached < len, "prefix hit must leave the last token to compute");
+  if (n_cached == c.first) return;
+  const int reserved = c.n_tokens;
+  s->n_computed = n_cached;
+  c.first = n_cached;
+  c.n_tokens = std::min(reserved, len - n_cached);
+  c.samples = c.first + c.n_tokens == len;
 }
 
 std::vector<sequence_update> scheduler_policy::on_step_executed(const std::vector<step_chunk>& plan,

@@ -112,3 +112,39 @@ TEST(engine, kv_pool_is_whole_after_500_random_requests_with_cancels_and_preempt
 
 }  // namespace
 }  // namespace pagedserve
+
+namespace pagedserve {
+namespace {
+
+TEST(engine, prefix_cache_hits_give_the_same_greedy_ids_as_computing_alone) {
+  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
+  const loaded s = load_stories();
+  boost::asio::io_context io;
+  engine_config cfg;
+  cfg.kv_blocks = 128;
+  cfg.max_num_batched_tokens = 37;  // prompts split into odd chunks
+  engine e(io.get_executor(), s.weights, s.vocabulary, cfg);
+  auto link = std::make_shared<test::recording_link>();
+  const std::string system = "Once upon a time, there was a little girl named Lily. She loved to play outside in the park "
+                             "with her friends and her dog. One day, ";
+  const std::vector<std::string> tails = {"she saw", "Lily and Ben", "the dog", "a big bird", "Mom said"};
+  // The first request warms the cache; the rest arrive after it finished and reuse its blocks.
+  test::start_request(e, link, "warm", system + tails[0], greedy(30));
+  ASSERT_TRUE(test::run_until(io, [&] { return link->n_ended() == 1; }));
+  for (std::size_t i = 1; i < tails.size(); ++i) test::start_request(e, link, "r" + std::to_string(i), system + tails[i], greedy(30));
+  ASSERT_TRUE(test::run_until(io, [&] { return link->n_ended() == static_cast<int>(tails.size()); }));
+  const auto got = link->requests();
+  const auto* kt = kernels::kernel_table_select(cfg.kernels);
+  for (std::size_t i = 0; i < tails.size(); ++i) {
+    const auto prompt = s.vocabulary->encode(system + tails[i], true);
+    const generation alone = generate_sequence(*s.weights, *s.vocabulary, *kt, prompt, greedy(30), 0);
+    EXPECT_EQ(got.at(i == 0 ? "warm" : "r" + std::to_string(i)).ids, alone.generated) << tails[i];
+  }
+  const engine_status st = test::status_of(io, e);
+  EXPECT_GE(st.kv.prefix_cache_hits, 4u * 32u) << "each later prompt shares at least two 16-token blocks";
+  EXPECT_GT(st.kv.blocks_cached, 0);
+  EXPECT_EQ(st.kv.blocks_free, st.kv.blocks_total);
+}
+
+}  // namespace
+}  // namespace pagedserve

@@ -9,7 +9,6 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-
 #include <chrono>
 #include <cstdint>
 #include <expected>
@@ -66,7 +65,7 @@ inline std::expected<http_response, std::string> http_get(unsigned short port, c
 // The fields of GET /health the tests rely on.
 struct health_status {
   std::string status, model;
-  std::int64_t running = -1, waiting = -1;                // sequences in the scheduler's queues
+  std::int64_t running = -1, waiting = -1;                 // sequences in the scheduler's queues
   std::int64_t kv_blocks_total = -1, kv_blocks_free = -1;  // KV pool, in blocks
   bool idle() const { return running == 0 && waiting == 0 && kv_blocks_free == kv_blocks_total; }
 };
@@ -86,8 +85,10 @@ inline std::expected<health_status, std::string> parse_health(const std::string&
   auto count = [&](const char* key, std::int64_t& out) { return obj[key].get(out) == simdjson::SUCCESS; };
   if (!text("status", h.status)) return std::unexpected("/health lacks string 'status': " + body);
   if (!text("model", h.model)) return std::unexpected("/health lacks string 'model': " + body);
-  for (auto [key, out] : {std::pair{"running", &h.running}, {"waiting", &h.waiting},
-                          {"kv_blocks_total", &h.kv_blocks_total}, {"kv_blocks_free", &h.kv_blocks_free}})
+  for (auto [key, out] : {std::pair{"running", &h.running},
+                          {"waiting", &h.waiting},
+                          {"kv_blocks_total", &h.kv_blocks_total},
+                          {"kv_blocks_free", &h.kv_blocks_free}})
     if (!count(key, *out)) return std::unexpected(std::string("/health lacks integer '") + key + "': " + body);
   return h;
 }

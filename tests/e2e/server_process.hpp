@@ -58,10 +58,14 @@ inline pid_t spawn(const std::vector<std::string>& argv, int out_fd, int err_fd)
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  if (out_fd >= 0) posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
-  else posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  if (err_fd >= 0) posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
-  else posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  if (out_fd >= 0)
+    posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
+  else
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  if (err_fd >= 0)
+    posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
+  else
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -140,10 +144,10 @@ inline std::filesystem::path tokenizer_path() { return test::shared_model("tok51
 
 // The CLI's greedy completion of prompt: what the server must stream for the same request.
 inline process_result cli_generate(const std::string& prompt, int max_tokens) {
-  return run_process({test::server_binary().string(), "generate", "--model", model_path().string(), "--tokenizer",
-                      tokenizer_path().string(), "--prompt", prompt, "--max-tokens", std::to_string(max_tokens),
-                      "--temperature", "0"},
-                     30s);
+  return run_process(
+      {test::server_binary().string(), "generate", "--model", model_path().string(), "--tokenizer",
+       tokenizer_path().string(), "--prompt", prompt, "--max-tokens", std::to_string(max_tokens), "--temperature", "0"},
+      30s);
 }
 
 // A `pagedserve serve` child on 127.0.0.1 and a port the kernel picks (--port 0; the port is
@@ -153,9 +157,18 @@ class server_process {
  public:
   // extra_args are appended to the command line (later flags win over earlier ones).
   explicit server_process(std::vector<std::string> extra_args = {}, std::chrono::milliseconds startup = 10s) {
-    std::vector<std::string> argv = {test::server_binary().string(), "serve", "--model", model_path().string(),
-                                     "--tokenizer", tokenizer_path().string(), "--host", "127.0.0.1",
-                                     "--port", "0", "--log-level", "info"};
+    std::vector<std::string> argv = {test::server_binary().string(),
+                                     "serve",
+                                     "--model",
+                                     model_path().string(),
+                                     "--tokenizer",
+                                     tokenizer_path().string(),
+                                     "--host",
+                                     "127.0.0.1",
+                                     "--port",
+                                     "0",
+                                     "--log-level",
+                                     "info"};
     argv.insert(argv.end(), extra_args.begin(), extra_args.end());
     const auto deadline = steady::now() + startup;
     try {
@@ -186,17 +199,19 @@ class server_process {
     return log_;
   }
 
-  // SIGTERM, up to 3 s for a clean exit, then SIGKILL. Idempotent.
-  void stop() {
+  // SIGTERM, up to 3 s for a clean exit, then SIGKILL; how it ended (timed_out: it had to be
+  // killed). Idempotent: later calls return the first result.
+  process_result stop() {
     if (pid_ > 0) {
       ::kill(pid_, SIGTERM);
-      bool killed = false;
-      detail::reap(pid_, steady::now() + 3s, killed);
+      detail::fill_status(stopped_, detail::reap(pid_, steady::now() + 3s, stopped_.timed_out));
       pid_ = -1;
     }
     if (drain_.joinable()) drain_.join();
     if (err_fd_ >= 0) ::close(err_fd_);
     err_fd_ = -1;
+    stopped_.err = log();
+    return stopped_;
   }
 
  private:
@@ -226,7 +241,8 @@ class server_process {
       return true;
     }
     if (eof_ && std::regex_search(log_, m, serving)) port_ = static_cast<unsigned short>(std::stoi(m[1].str()));
-    error_ = eof_ ? "server exited during start-up" : "no 'serving ... on http://127.0.0.1:PORT' line within the deadline";
+    error_ =
+        eof_ ? "server exited during start-up" : "no 'serving ... on http://127.0.0.1:PORT' line within the deadline";
     return false;
   }
 
@@ -249,11 +265,12 @@ class server_process {
   std::thread drain_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::string log_;  // all stderr so far, guarded by mu_
+  std::string log_;   // all stderr so far, guarded by mu_
   bool eof_ = false;  // stderr closed (the server exited), guarded by mu_
   unsigned short port_ = 0;
   bool ready_ = false;
   std::string error_;
+  process_result stopped_;  // how the process ended, once stop() ran
 };
 
 }  // namespace pagedserve::e2e

@@ -11,7 +11,7 @@ namespace pagedserve::e2e {
 
 // Everything one request id received.
 struct request_log {
-  std::string text;                     // token texts, concatenated in arrival order
+  std::string text;  // token texts, concatenated in arrival order
   int n_token_frames = 0;
   std::int64_t n_token_ids = 0;         // token ids over all token frames
   std::vector<server_frame> dones;      // done frames: exactly one for a request that finished
@@ -34,8 +34,10 @@ class stream_collector {
     }
     ++n_frames;
     if (!parsed->id) {
-      if (parsed->type == "error") null_id_errors.push_back(*parsed);
-      else problems.push_back("frame without an id: " + parsed->raw);
+      if (parsed->type == "error")
+        null_id_errors.push_back(*parsed);
+      else
+        problems.push_back("frame without an id: " + parsed->raw);
       last_error = *parsed;
       if (parsed->type == "error") ++n_errors;
       return;
@@ -119,7 +121,9 @@ inline bool read_until(ws_client& client, stream_collector& frames, const std::f
 inline std::optional<server_frame> next_error(ws_client& client, stream_collector& frames,
                                               std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
   const int before = frames.n_errors;
-  if (!read_until(client, frames, [&] { return frames.n_errors > before; }, timeout)) return std::nullopt;
+  if (!read_until(
+          client, frames, [&] { return frames.n_errors > before; }, timeout))
+    return std::nullopt;
   return frames.last_error;
 }
 

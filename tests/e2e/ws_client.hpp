@@ -7,7 +7,6 @@
 #include <simdjson.h>
 
 #include <boost/beast/websocket.hpp>
-
 #include <deque>
 #include <optional>
 #include <vector>
@@ -51,6 +50,8 @@ class ws_client {
     run_until([&] { return result.has_value(); }, steady_deadline(timeout + std::chrono::seconds(1)));
     // From here on deadlines are ours: a tcp_stream expiry would kill a read we mean to resume.
     tcp_layer.expires_never();
+    beast::error_code ignored;  // send each frame at once, as a streaming client would
+    tcp_layer.socket().set_option(tcp::no_delay(true), ignored);
     if (!result) return std::unexpected("connect: timed out");
     if (*result) return std::unexpected("connect: " + result->message());
     return {};
@@ -145,9 +146,9 @@ class ws_client {
   websocket::stream<beast::tcp_stream> ws_;
   beast::flat_buffer read_buffer_;
   std::string write_buffer_;
-  std::deque<ws_frame> inbox_;          // frames read but not yet handed out
+  std::deque<ws_frame> inbox_;  // frames read but not yet handed out
   bool reading_ = false, writing_ = false;
-  std::optional<std::string> failed_;   // why the connection ended, once it has
+  std::optional<std::string> failed_;  // why the connection ended, once it has
 };
 
 // One server frame of /v1/ws. Fields absent from a frame keep their defaults.
@@ -156,11 +157,12 @@ struct server_frame {
   std::optional<std::string> id;  // nullopt when the frame's id is JSON null (or missing)
   std::string text;               // token: the detokenized text
   std::vector<std::int64_t> token_ids;
-  std::string finish_reason;      // done
+  std::string finish_reason;                                // done
   std::int64_t prompt_tokens = -1, completion_tokens = -1;  // done: usage
-  bool has_timings = false;       // done: carries a timings object
-  std::string code, message;      // error
-  std::string raw;                // the frame as received
+  bool has_timings = false;                                 // done: carries a timings object
+  double total_ms = -1;                                     // done: timings.total_ms, accepted to done on the server
+  std::string code, message;                                // error
+  std::string raw;                                          // the frame as received
 };
 
 inline std::expected<server_frame, std::string> parse_server_frame(const std::string& raw) {
@@ -186,6 +188,7 @@ inline std::expected<server_frame, std::string> parse_server_frame(const std::st
     if (usage["completion_tokens"].get(f.completion_tokens) != simdjson::SUCCESS) f.completion_tokens = -1;
   }
   f.has_timings = obj["timings"].get(timings) == simdjson::SUCCESS;
+  if (f.has_timings && timings["total_ms"].get(f.total_ms) != simdjson::SUCCESS) f.total_ms = -1;
   return f;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "pagedserve/kernels.hpp"
+#include "pagedserve/weight.hpp"
 
 namespace pagedserve::kernels {
 namespace {
@@ -214,6 +215,60 @@ TEST_P(kernel_table_test, matmul_is_batch_invariant) {
   }
 }
 
+// A random matrix stored as bf16 or fp16, and the same values widened to fp32.
+struct half_matrix {
+  std::vector<std::uint16_t> bits;
+  std::vector<float> widened;
+};
+
+half_matrix random_half_matrix(std::size_t n, dtype type, std::mt19937& rng) {
+  half_matrix m{std::vector<std::uint16_t>(n), std::vector<float>(n)};
+  const auto v = random_vector(n, rng);
+  for (std::size_t i = 0; i < n; ++i) {
+    m.bits[i] = type == dtype::bf16 ? f32_to_bf16(v[i]) : f32_to_f16(v[i]);
+    m.widened[i] = type == dtype::bf16 ? bf16_to_f32(m.bits[i]) : f16_to_f32(m.bits[i]);
+  }
+  return m;
+}
+
+// bf16/fp16 weights: the reference agrees, and the result is bit-identical to the fp32 kernel on the
+// widened matrix, so the 16-bit paths inherit its batch invariance (checked again directly below).
+TEST_P(kernel_table_test, half_matmul_matches_fp32_path_bit_for_bit) {
+  for (dtype type : {dtype::bf16, dtype::f16})
+    for (int n_in : sizes_in)
+      for (int n_tokens : {1, 2, 3, 5, 33})
+        for (int n_out : {1, 5, 19, 70}) {
+          SCOPED_TRACE(std::string(dtype_name(type)) + " n_in=" + std::to_string(n_in) +
+                       " n_tokens=" + std::to_string(n_tokens) + " n_out=" + std::to_string(n_out));
+          const auto x = random_vector(static_cast<std::size_t>(n_tokens) * n_in, rng_);
+          const half_matrix w = random_half_matrix(static_cast<std::size_t>(n_out) * n_in, type, rng_);
+          const weight wv{w.bits.data(), type, n_out, n_in};
+          std::vector<float> got(static_cast<std::size_t>(n_tokens) * n_out), want(got.size()), fp32(got.size());
+          ops::matmul(kt(), got.data(), x.data(), wv, n_tokens);
+          reference::matmul(want.data(), x.data(), wv, n_tokens);
+          expect_close(got, want, n_in);
+          ops::matmul(kt(), fp32.data(), x.data(), w.widened.data(), n_tokens, n_in, n_out);
+          ASSERT_EQ(0, std::memcmp(got.data(), fp32.data(), got.size() * sizeof(float)));
+        }
+}
+
+TEST_P(kernel_table_test, half_matmul_is_batch_invariant) {
+  constexpr int n_batch = 23, n_in = 172, n_out = 45;
+  for (dtype type : {dtype::bf16, dtype::f16}) {
+    SCOPED_TRACE(std::string(dtype_name(type)));
+    const auto x = random_vector(static_cast<std::size_t>(n_batch) * n_in, rng_);
+    const half_matrix w = random_half_matrix(static_cast<std::size_t>(n_out) * n_in, type, rng_);
+    const weight wv{w.bits.data(), type, n_out, n_in};
+    std::vector<float> batched(static_cast<std::size_t>(n_batch) * n_out), alone(n_out);
+    ops::matmul(kt(), batched.data(), x.data(), wv, n_batch);
+    for (int t = 0; t < n_batch; ++t) {
+      ops::matmul(kt(), alone.data(), x.data() + static_cast<std::size_t>(t) * n_in, wv, 1);
+      ASSERT_EQ(0, std::memcmp(alone.data(), batched.data() + static_cast<std::size_t>(t) * n_out, n_out * sizeof(float)))
+          << "t=" << t;
+    }
+  }
+}
+
 std::vector<const kernel_table*> supported_tables() {
   const auto tables = kernel_tables_supported();
   return {tables.begin(), tables.end()};
@@ -239,6 +294,74 @@ TEST(kernels, rope_matches_reference) {
       reference::rope(want.data(), positions.data(), n_tokens, n_heads, head_size, 10000.0f);
       expect_close(got, want, 1);
     }
+}
+
+// The step-table RoPE (both pairings) against the reference that computes each angle itself.
+TEST(kernels, rope_table_matches_reference_both_styles) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<std::int32_t> pos_dist(0, 40000);
+  for (rope_style style : {rope_style::interleaved, rope_style::neox})
+    for (int head_size : {8, 64, 128})
+      for (int n_tokens : sizes_tokens) {
+        SCOPED_TRACE("head_size=" + std::to_string(head_size) + " n_tokens=" + std::to_string(n_tokens));
+        const int n_heads = 3, half = head_size / 2;
+        auto got = random_vector(static_cast<std::size_t>(n_tokens) * n_heads * head_size, rng);
+        auto want = got;
+        std::vector<std::int32_t> positions(n_tokens);
+        for (auto& p : positions) p = pos_dist(rng);
+        std::vector<float> inv_freq(half);
+        for (int i = 0; i < half; ++i) inv_freq[i] = 1.0f / std::pow(500000.0f, 2.0f * i / head_size);
+        std::vector<float> cos(static_cast<std::size_t>(n_tokens) * half), sin(cos.size());
+        ops::rope_angles(cos.data(), sin.data(), positions.data(), n_tokens, inv_freq.data(), half);
+        ops::rope(got.data(), cos.data(), sin.data(), n_tokens, n_heads, head_size, style);
+        reference::rope(want.data(), positions.data(), n_tokens, n_heads, head_size, inv_freq.data(), style);
+        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)));
+      }
+}
+
+// Rotate-half RoPE on a head is interleaved RoPE on the head with its rows permuted, which is what
+// lets the llama2.c -> HF converter permute Wq/Wk instead of changing the arithmetic.
+TEST(kernels, rope_neox_is_interleaved_under_the_hf_permutation) {
+  std::mt19937 rng(8);
+  const int head_size = 16, half = 8, n_heads = 2;
+  const std::int32_t pos[] = {37};
+  std::vector<float> inv_freq(half);
+  for (int i = 0; i < half; ++i) inv_freq[i] = 1.0f / std::pow(10000.0f, 2.0f * i / head_size);
+  auto inter = random_vector(n_heads * head_size, rng);
+  std::vector<float> neox(inter.size());
+  for (int h = 0; h < n_heads; ++h)
+    for (int j = 0; j < 2; ++j)
+      for (int i = 0; i < half; ++i) neox[h * head_size + j * half + i] = inter[h * head_size + 2 * i + j];
+  reference::rope(inter.data(), pos, 1, n_heads, head_size, inv_freq.data(), rope_style::interleaved);
+  reference::rope(neox.data(), pos, 1, n_heads, head_size, inv_freq.data(), rope_style::neox);
+  for (int h = 0; h < n_heads; ++h)
+    for (int j = 0; j < 2; ++j)
+      for (int i = 0; i < half; ++i)
+        EXPECT_EQ(neox[h * head_size + j * half + i], inter[h * head_size + 2 * i + j]);
+}
+
+// Exact widening and round-to-nearest-even narrowing, including subnormals, overflow and NaN.
+TEST(kernels, half_conversions_round_trip_and_round_to_nearest_even) {
+  for (std::uint32_t h = 0; h < 0x10000; ++h) {
+    const auto bits = static_cast<std::uint16_t>(h);
+    const float f = f16_to_f32(bits);
+    if (std::isnan(f)) {
+      EXPECT_TRUE(std::isnan(f16_to_f32(f32_to_f16(f))));
+      continue;
+    }
+    ASSERT_EQ(f32_to_f16(f), bits) << "f16 0x" << std::hex << h;
+    const float b = bf16_to_f32(bits);
+    if (!std::isnan(b)) ASSERT_EQ(f32_to_bf16(b), bits) << "bf16 0x" << std::hex << h;
+  }
+  EXPECT_EQ(f32_to_f16(65504.0f), 0x7bff);
+  EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);                 // rounds up to infinity
+  EXPECT_EQ(f32_to_f16(1.0f + 1.0f / 2048), 0x3c00);       // tie -> even
+  EXPECT_EQ(f32_to_f16(1.0f + 3.0f / 2048), 0x3c02);       // tie -> even (up)
+  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -25)), 0x0000);    // half the smallest subnormal -> 0 (even)
+  EXPECT_EQ(f32_to_f16(std::ldexp(3.0f, -25)), 0x0002);    // 1.5 subnormals -> 2 (even)
+  EXPECT_EQ(f32_to_bf16(1.0f + 1.0f / 256), 0x3f80);       // tie -> even
+  EXPECT_EQ(f32_to_bf16(1.0f + 3.0f / 256), 0x3f82);
+  EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(std::nanf("")))));
 }
 
 TEST(kernels, table_select_by_name) {

@@ -63,3 +63,71 @@ TEST(block_manager, random_churn_keeps_invariants_and_ends_empty) {
 
 }  // namespace
 }  // namespace pagedserve
+
+namespace pagedserve {
+namespace {
+
+std::vector<token_id> iota_tokens(int n, token_id start = 100) {
+  std::vector<token_id> t(n);
+  for (int i = 0; i < n; ++i) t[i] = start + i;
+  return t;
+}
+
+TEST(block_manager_prefix_cache, committed_blocks_are_reused_by_a_later_prompt_with_the_same_prefix) {
+  block_manager m(16, 4);
+  const auto prompt = iota_tokens(10);  // blocks [0..4) [4..8) and a partial one
+  EXPECT_EQ(m.match_prefix(request_id{1}, prompt, 0), 0);
+  ASSERT_TRUE(m.ensure_capacity(request_id{1}, 10));
+  m.commit_full_blocks(request_id{1}, 0, std::span(prompt).first(8));
+  const auto first_table = m.table(request_id{1});
+
+  auto longer = iota_tokens(13);  // same first 10 tokens, then more
+  EXPECT_EQ(m.match_prefix(request_id{2}, longer, 0), 8);
+  EXPECT_EQ(m.table(request_id{2})[0], first_table[0]);
+  EXPECT_EQ(m.table(request_id{2})[1], first_table[1]);
+  EXPECT_EQ(m.refcount(first_table[0]), 2);
+  EXPECT_EQ(m.prefix_hits(), 8u);
+  EXPECT_EQ(m.prefix_queries(), 23u);
+  ASSERT_TRUE(m.ensure_capacity(request_id{2}, 13));
+  EXPECT_EQ(m.table(request_id{2}).size(), 4u);
+  EXPECT_FALSE(m.find_invariant_violation());
+}
+
+TEST(block_manager_prefix_cache, never_matches_the_block_holding_the_last_token_nor_other_salts) {
+  block_manager m(16, 4);
+  const auto prompt = iota_tokens(8);
+  m.match_prefix(request_id{1}, prompt, 7);
+  ASSERT_TRUE(m.ensure_capacity(request_id{1}, 8));
+  m.commit_full_blocks(request_id{1}, 0, prompt);
+  EXPECT_EQ(m.match_prefix(request_id{2}, prompt, 7), 4) << "the last token's block is recomputed";
+  EXPECT_EQ(m.match_prefix(request_id{3}, prompt, 8), 0) << "another cache_salt shares nothing";
+  auto different = prompt;
+  different[1] = 1;
+  EXPECT_EQ(m.match_prefix(request_id{4}, different, 7), 0);
+  EXPECT_FALSE(m.find_invariant_violation());
+}
+
+TEST(block_manager_prefix_cache, freed_cached_blocks_stay_reusable_until_evicted_lru) {
+  block_manager m(4, 4);
+  const auto a = iota_tokens(9, 100), b = iota_tokens(9, 500);
+  m.match_prefix(request_id{1}, a, 0);
+  ASSERT_TRUE(m.ensure_capacity(request_id{1}, 9));
+  m.commit_full_blocks(request_id{1}, 0, std::span(a).first(8));
+  m.free_sequence(request_id{1});
+  EXPECT_EQ(m.n_blocks_free(), 4);
+  EXPECT_EQ(m.n_blocks_cached(), 2);
+  EXPECT_EQ(m.match_prefix(request_id{2}, a, 0), 8) << "free but still cached";
+  m.free_sequence(request_id{2});
+  // A different prompt needing every block evicts them.
+  m.match_prefix(request_id{3}, b, 0);
+  ASSERT_TRUE(m.ensure_capacity(request_id{3}, 16));
+  EXPECT_EQ(m.n_blocks_cached(), 0);
+  m.free_sequence(request_id{3});
+  EXPECT_EQ(m.match_prefix(request_id{4}, a, 0), 0);
+  m.free_sequence(request_id{4});
+  EXPECT_EQ(m.n_blocks_free(), 4);
+  EXPECT_FALSE(m.find_invariant_violation());
+}
+
+}  // namespace
+}  // namespace pagedserve

@@ -1,0 +1,83 @@
+#pragma once
+// The OpenAI-compatible API's requests: JSON bodies of POST /v1/completions, /v1/chat/completions,
+// /tokenize and /detokenize parsed and validated (simdjson) into plain structs, and the OpenAI
+// error object every failure becomes. Pure functions: no sockets, so every bad input is unit-tested.
+//
+// Like OpenAI's API, an argument this server does not know is a 400 ("Unrecognized request
+// argument"), so a typo never silently changes what is generated.
+#include <cstdint>
+#include <expected>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pagedserve/ids.hpp"
+#include "pagedserve/sampling.hpp"
+#include "pagedserve/ws_protocol.hpp"  // chat_message
+
+namespace pagedserve::openai {
+
+// An OpenAI error object with its HTTP status: {"error":{"message","type","param","code"}}.
+struct api_error {
+  int status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::string param;  // the offending argument; empty = null
+  std::string code;   // stable, machine-readable; empty = null
+};
+
+enum class endpoint { completions, chat_completions };
+
+// One prompt of a completions request: text (tokenized with BOS) or token ids used as given.
+struct prompt_input {
+  std::optional<std::string> text;
+  std::vector<token_id> ids;  // when text is empty
+};
+
+// What the parsers need to know about the served model.
+struct parse_limits {
+  int vocab_size = 0;   // token ids (prompt, logit_bias) must be below this
+  int max_n = 16;       // choices per prompt
+  int max_choices = 64; // choices per request: n times the number of prompts
+};
+
+struct generation_request {
+  endpoint kind = endpoint::completions;
+  std::string model;                   // empty: the served model
+  std::vector<prompt_input> prompts;   // completions: one or more (choice index = prompt * n + i)
+  std::vector<chat_message> messages;  // chat
+  sampling_params params;              // max_tokens 0: the rest of the context
+  int n = 1;                           // choices per prompt
+  bool stream = false;
+  bool include_usage = false;          // stream_options.include_usage
+  bool echo = false;                   // completions: the prompt's text before each choice's text
+  bool logprobs = false;               // report logprobs (params.logprobs holds how many alternatives)
+  std::string user;                    // accepted, logged by nobody
+};
+
+std::expected<generation_request, api_error> parse_completion_request(std::string_view body, const parse_limits& limits);
+std::expected<generation_request, api_error> parse_chat_request(std::string_view body, const parse_limits& limits);
+
+// POST /tokenize (vLLM's shape): {"prompt": str, "add_special_tokens"?: bool, "return_token_strs"?: bool}
+struct tokenize_request {
+  std::string model;
+  std::string prompt;
+  bool add_special_tokens = true;  // BOS first, as a completions prompt gets it
+  bool return_token_strs = false;
+};
+// POST /detokenize: {"tokens": [ids]}
+struct detokenize_request {
+  std::string model;
+  std::vector<token_id> tokens;
+};
+
+std::expected<tokenize_request, api_error> parse_tokenize_request(std::string_view body);
+std::expected<detokenize_request, api_error> parse_detokenize_request(std::string_view body, const parse_limits& limits);
+
+// The HTTP status and OpenAI error for an error code a request actor ended with:
+// context_length_exceeded, invalid_max_tokens, invalid_request -> 400; queue_full -> 429
+// (rate_limit_error, with Retry-After); anything else -> 500 (a server fault, never bad input).
+api_error error_from_engine(std::string_view code, std::string_view message);
+
+}  // namespace pagedserve::openai

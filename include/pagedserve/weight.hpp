@@ -1,0 +1,83 @@
+#pragma once
+// A typed, read-only view of one weight matrix, so loaders can hand the kernels fp32, bf16 or fp16
+// tensors straight from a file mapping (or from a buffer they converted) without copying them, and
+// the exact scalar conversions between those formats.
+//
+// bf16 -> fp32 and fp16 -> fp32 are exact (every bf16/fp16 value is an fp32 value), which is what
+// lets a bf16 matmul accumulate in fp32 with the same order, and so the same bits, as the fp32
+// matmul over the up-converted weights.
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace pagedserve {
+
+enum class dtype : std::uint8_t { f32, bf16, f16 };
+
+std::string_view dtype_name(dtype t);  // "f32", "bf16", "f16"
+constexpr std::size_t dtype_size(dtype t) { return t == dtype::f32 ? 4 : 2; }
+
+// A [rows, cols] row-major matrix (rows = output features, as HF's nn.Linear and llama2.c store
+// them). data is null for an absent weight.
+struct weight {
+  const void* data = nullptr;
+  dtype type = dtype::f32;
+  int rows = 0;
+  int cols = 0;
+
+  bool empty() const { return data == nullptr; }
+  std::size_t n_elements() const { return static_cast<std::size_t>(rows) * cols; }
+  std::size_t n_bytes() const { return n_elements() * dtype_size(type); }
+  // The fp32 data; only valid when type == f32.
+  const float* f32() const { return static_cast<const float*>(data); }
+  const std::uint16_t* u16() const { return static_cast<const std::uint16_t*>(data); }
+  bool operator==(const weight&) const = default;
+};
+
+inline weight weight_f32(const float* data, int rows, int cols) { return {data, dtype::f32, rows, cols}; }
+
+// bf16 is the top half of an fp32.
+inline float bf16_to_f32(std::uint16_t h) { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
+
+// Round to nearest even, as torch's .to(torch.bfloat16); NaN stays a (quiet) NaN.
+inline std::uint16_t f32_to_bf16(float f) {
+  const std::uint32_t u = std::bit_cast<std::uint32_t>(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40u);
+  return static_cast<std::uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+// IEEE half -> float, exact (subnormals, infinities and NaN included).
+inline float f16_to_f32(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t exp = (h >> 10) & 0x1fu;
+  std::uint32_t mant = h & 0x3ffu;
+  if (exp == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));
+  if (exp != 0) return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (mant << 13));
+  if (mant == 0) return std::bit_cast<float>(sign);
+  // Subnormal half: normalise into an fp32 exponent.
+  int e = -1;
+  do {
+    ++e;
+    mant <<= 1;
+  } while ((mant & 0x400u) == 0);
+  return std::bit_cast<float>(sign | static_cast<std::uint32_t>(112 - e) << 23 | ((mant & 0x3ffu) << 13));
+}
+
+// float -> IEEE half, round to nearest even; overflow gives infinity.
+std::uint16_t f32_to_f16(float f);
+
+// One element of w as fp32 (any dtype).
+inline float weight_at(const weight& w, std::size_t i) {
+  switch (w.type) {
+    case dtype::f32: return w.f32()[i];
+    case dtype::bf16: return bf16_to_f32(w.u16()[i]);
+    case dtype::f16: return f16_to_f32(w.u16()[i]);
+  }
+  return 0.0f;
+}
+
+// out[cols] = row `row` of w, converted to fp32 (embedding lookups).
+void weight_row_to_f32(float* out, const weight& w, int row);
+
+}  // namespace pagedserve

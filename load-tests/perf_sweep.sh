@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The perf.md sweep (../shared/anchors/perf.md sections 4-5): 101-token prompts unique per request,
+# 128 output tokens with ignore_eos, 2 x concurrency requests per level (min 4), over WebSocket.
+#   load-tests/perf_sweep.sh s110m      # random-weight s110m (written once to $MODEL_DIR), levels 1,4,16,64
+#   load-tests/perf_sweep.sh stories260K  # ../shared/models/stories260K.bin, levels 1,4,16
+# Results go to load-tests/results/<model>-ws.{json,png}. Override binaries with PAGEDSERVE=, LOADGEN=,
+# MAKE_MODEL=; levels with LEVELS=; server flags with SERVER_ARGS=.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+shared="${SHARED:-$root/../shared}"
+pagedserve="${PAGEDSERVE:-$root/build/pagedserve}"
+loadgen="${LOADGEN:-$root/build/loadgen}"
+make_model="${MAKE_MODEL:-$root/build/make-random-model}"
+model_dir="${MODEL_DIR:-/tmp}"
+results="$root/load-tests/results"
+mkdir -p "$results"
+
+case "${1:-s110m}" in
+  s110m)
+    model="$model_dir/s110m.bin"
+    [ -f "$model" ] || "$make_model" "$model" 768 2048 12 12 12 32000 1024 0 1
+    tokenizer="$shared/models/tokenizer.bin"
+    levels="${LEVELS:-1,4,16,64}"
+    server_args="${SERVER_ARGS:---kv-blocks 2048 --max-num-seqs 64 --max-num-batched-tokens 512}"
+    name=s110m ;;
+  stories260K)
+    model="$shared/models/stories260K.bin"
+    tokenizer="$shared/models/tok512.bin"
+    levels="${LEVELS:-1,4,16}"
+    server_args="${SERVER_ARGS:-}"
+    name=stories260K ;;
+  *) echo "usage: $0 s110m|stories260K" >&2; exit 2 ;;
+esac
+
+log="$results/$name-server.log"
+# shellcheck disable=SC2086
+"$pagedserve" serve --model "$model" --tokenizer "$tokenizer" --host 127.0.0.1 --port 0 $server_args 2> "$log" &
+server=$!
+trap 'kill -TERM $server 2>/dev/null; sleep 1; kill -KILL $server 2>/dev/null || true' EXIT
+port=""
+for _ in $(seq 1 300); do
+  port="$(grep -o 'on http://127.0.0.1:[0-9]*' "$log" | head -1 | sed 's/.*://')" || true
+  [ -n "$port" ] && break
+  kill -0 $server 2>/dev/null || { cat "$log" >&2; exit 1; }
+  sleep 0.1
+done
+[ -n "$port" ] || { echo "server did not start" >&2; cat "$log" >&2; exit 1; }
+
+"$loadgen" --target "ws://127.0.0.1:$port/v1/ws" --concurrency "$levels" --prompt-tokens 101 --max-tokens 128 \
+  --ignore-eos --tokenizer "$tokenizer" --label "pagedserve $name ws" \
+  --out "$results/$name-ws.json" --plot "$results/$name-ws.png"

@@ -1,0 +1,380 @@
+// Parses and validates OpenAI request bodies. A JSON null counts as an absent argument (the
+// official SDKs send null for "not given"); any other value must have the documented type and range.
+#include "pagedserve/openai_request.hpp"
+
+#include "api/openai_params.hpp"
+
+namespace pagedserve::openai {
+namespace {
+
+using namespace detail;
+
+constexpr std::size_t max_stop_strings = 16;
+constexpr std::size_t max_stop_length = 256;
+
+maybe_error read_stop(element e, std::vector<std::string>& out) {
+  if (e.type() == element_type::STRING) {
+    out.emplace_back(std::string_view(e));
+  } else if (e.type() == element_type::ARRAY) {
+    for (element s : simdjson::dom::array(e)) {
+      if (s.type() != element_type::STRING) return wrong_type("stop", "a string or an array of strings");
+      out.emplace_back(std::string_view(s));
+    }
+  } else {
+    return wrong_type("stop", "a string or an array of strings");
+  }
+  if (out.size() > max_stop_strings) return bad_param("stop", "at most 16 stop strings");
+  for (const auto& s : out)
+    if (s.empty() || s.size() > max_stop_length) return bad_param("stop", "stop strings must be 1 to 256 bytes");
+  return std::nullopt;
+}
+
+maybe_error read_logit_bias(element e, int vocab_size, std::vector<std::pair<token_id, float>>& out) {
+  if (e.type() != element_type::OBJECT) return wrong_type("logit_bias", "an object of token id -> bias");
+  for (auto [key, value] : simdjson::dom::object(e)) {
+    long long id = -1;
+    std::size_t used = 0;
+    try {
+      id = std::stoll(std::string(key), &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used != key.size() || id < 0 || (vocab_size > 0 && id >= vocab_size))
+      return bad_param("logit_bias", "logit_bias keys must be token ids in [0, " + std::to_string(vocab_size) + ")");
+    double bias = 0;
+    if (auto err = read_number(value, "logit_bias", -100.0, 100.0, bias)) return err;
+    out.emplace_back(static_cast<token_id>(id), static_cast<float>(bias));
+  }
+  return std::nullopt;
+}
+
+maybe_error read_stream_options(element e, generation_request& r) {
+  if (e.type() != element_type::OBJECT) return wrong_type("stream_options", "an object");
+  for (auto [key, value] : simdjson::dom::object(e)) {
+    if (is_null(value)) continue;
+    bool flag = false;
+    if (key == "include_usage") {
+      if (auto err = read_bool(value, "stream_options.include_usage", flag)) return err;
+      r.include_usage = flag;
+    } else if (key == "continuous_usage_stats") {
+      if (auto err = read_bool(value, "stream_options.continuous_usage_stats", flag)) return err;
+      if (flag) return bad_param("stream_options.continuous_usage_stats", "continuous_usage_stats is not supported");
+    } else {
+      return bad_param("stream_options", "Unrecognized stream option: " + std::string(key));
+    }
+  }
+  return std::nullopt;
+}
+
+// Content of a message: a string, or an array of {"type":"text","text":...} parts joined.
+maybe_error read_content(element e, std::string& out) {
+  if (e.type() == element_type::STRING) {
+    out = std::string_view(e);
+    return std::nullopt;
+  }
+  if (e.type() != element_type::ARRAY) return wrong_type("messages[].content", "a string or an array of text parts");
+  for (element part : simdjson::dom::array(e)) {
+    std::string_view type, text;
+    if (part.type() != element_type::OBJECT || part["type"].get(type) != simdjson::SUCCESS)
+      return wrong_type("messages[].content", "a string or an array of text parts");
+    if (type != "text")
+      return bad_param("messages[].content", "content parts of type '" + std::string(type) + "' are not supported");
+    if (part["text"].get(text) != simdjson::SUCCESS) return wrong_type("messages[].content[].text", "a string");
+    out += text;
+  }
+  return std::nullopt;
+}
+
+maybe_error read_messages(element e, std::vector<chat_message>& out) {
+  if (e.type() != element_type::ARRAY) return wrong_type("messages", "an array of messages");
+  for (element m : simdjson::dom::array(e)) {
+    if (m.type() != element_type::OBJECT) return wrong_type("messages", "an array of {role, content} objects");
+    chat_message msg;
+    bool has_content = false;
+    for (auto [key, value] : simdjson::dom::object(m)) {
+      if (key == "role") {
+        if (auto err = read_string(value, "messages[].role", msg.role)) return err;
+      } else if (key == "content") {
+        if (is_null(value)) continue;
+        if (auto err = read_content(value, msg.content)) return err;
+        has_content = true;
+      } else if (key == "name") {
+        std::string ignored;
+        if (auto err = read_string(value, "messages[].name", ignored)) return err;
+      } else if (key == "tool_calls" || key == "tool_call_id" || key == "function_call") {
+        return bad_param("messages", "tool and function calls are not supported");
+      } else {
+        return bad_param("messages", "Unrecognized message field: " + std::string(key));
+      }
+    }
+    if (msg.role == "developer") msg.role = "system";  // OpenAI's newer name for the system role
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant")
+      return bad_param("messages", "message role must be system, developer, user or assistant");
+    if (!has_content) return bad_param("messages", "every message needs 'content'");
+    out.push_back(std::move(msg));
+  }
+  if (out.empty()) return bad_param("messages", "'messages' must not be empty");
+  return std::nullopt;
+}
+
+// prompt: a string, an array of strings, an array of token ids, or an array of such arrays.
+maybe_error read_prompt(element e, int vocab_size, std::vector<prompt_input>& out) {
+  if (e.type() == element_type::STRING) {
+    out.push_back({std::string(std::string_view(e)), {}});
+    return std::nullopt;
+  }
+  if (e.type() != element_type::ARRAY) return wrong_type("prompt", "a string, an array of strings or of token ids");
+  simdjson::dom::array items(e);
+  if (items.size() == 0) return bad_param("prompt", "'prompt' must not be empty");
+  element first = items.at(0).value_unsafe();
+  if (first.type() == element_type::INT64 || first.type() == element_type::UINT64) {
+    prompt_input p;
+    if (auto err = read_token_ids(e, "prompt", vocab_size, p.ids)) return err;
+    out.push_back(std::move(p));
+    return std::nullopt;
+  }
+  for (element item : items) {
+    prompt_input p;
+    if (item.type() == element_type::STRING) {
+      p.text = std::string(std::string_view(item));
+    } else if (item.type() == element_type::ARRAY) {
+      if (auto err = read_token_ids(item, "prompt", vocab_size, p.ids)) return err;
+      if (p.ids.empty()) return bad_param("prompt", "a token-id prompt must not be empty");
+    } else {
+      return wrong_type("prompt", "a string, an array of strings or of token ids");
+    }
+    out.push_back(std::move(p));
+  }
+  return std::nullopt;
+}
+
+std::expected<simdjson::dom::object, api_error> parse_object(simdjson::dom::parser& parser, std::string_view body) {
+  element root;
+  if (parser.parse(body.data(), body.size()).get(root) != simdjson::SUCCESS)
+    return std::unexpected(api_error{400, "We could not parse the JSON body of your request: it is not valid JSON",
+                                     "invalid_request_error", "", "invalid_json"});
+  if (root.type() != element_type::OBJECT)
+    return std::unexpected(api_error{400, "the request body must be a JSON object", "invalid_request_error", "",
+                                     "invalid_json"});
+  return simdjson::dom::object(root);
+}
+
+api_error unrecognized(std::string_view key) {
+  return {400, "Unrecognized request argument supplied: " + std::string(key), "invalid_request_error",
+          std::string(key), "unknown_parameter"};
+}
+
+// Checks shared by both endpoints once every field is read.
+maybe_error finish(generation_request& r, bool has_stream_options, const parse_limits& limits) {
+  if (has_stream_options && !r.stream) return bad_param("stream_options", "stream_options is only allowed with stream");
+  const std::size_t n_prompts = r.kind == endpoint::completions ? r.prompts.size() : 1;
+  if (n_prompts * static_cast<std::size_t>(r.n) > static_cast<std::size_t>(limits.max_choices))
+    return bad_param("n", "at most " + std::to_string(limits.max_choices) + " choices per request (n times prompts)");
+  return std::nullopt;
+}
+
+}  // namespace
+
+namespace detail {
+
+bool read_sampling_field(std::string_view key, element value, const parse_limits& limits, generation_request& r,
+                         maybe_error& err) {
+  sampling_params& p = r.params;
+  double d = 0;
+  std::int64_t i = 0;
+  std::string ignored;
+  if (key == "model") {
+    err = read_string(value, key, r.model);
+  } else if (key == "max_tokens" || key == "max_completion_tokens") {
+    err = read_integer(value, key, 1, std::numeric_limits<std::int32_t>::max(), i);
+    p.max_tokens = static_cast<int>(i);
+  } else if (key == "temperature") {
+    err = read_number(value, key, 0.0, 100.0, d);
+    p.temperature = static_cast<float>(d);
+  } else if (key == "top_p") {
+    err = read_number(value, key, 0.0, 1.0, d);
+    if (!err && d <= 0.0) err = bad_param(key, "'top_p' must be in (0, 1]");
+    p.top_p = static_cast<float>(d);
+  } else if (key == "top_k") {
+    err = read_integer(value, key, -1, 1 << 24, i);
+    p.top_k = i < 0 ? 0 : static_cast<int>(i);  // -1 means all, as vLLM
+  } else if (key == "min_p") {
+    err = read_number(value, key, 0.0, 1.0, d);
+    p.min_p = static_cast<float>(d);
+  } else if (key == "presence_penalty" || key == "frequency_penalty") {
+    err = read_number(value, key, -2.0, 2.0, d);
+    (key == "presence_penalty" ? p.presence_penalty : p.frequency_penalty) = static_cast<float>(d);
+  } else if (key == "repetition_penalty") {
+    err = read_number(value, key, 0.01, 10.0, d);
+    p.repetition_penalty = static_cast<float>(d);
+  } else if (key == "seed") {
+    err = read_integer(value, key, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(), i);
+    p.seed = static_cast<std::uint64_t>(i);
+  } else if (key == "n") {
+    err = read_integer(value, key, 1, limits.max_n, i);
+    r.n = static_cast<int>(i);
+  } else if (key == "stop") {
+    err = read_stop(value, p.stop);
+  } else if (key == "logit_bias") {
+    err = read_logit_bias(value, limits.vocab_size, p.logit_bias);
+  } else if (key == "ignore_eos") {
+    err = read_bool(value, key, p.ignore_eos);
+  } else if (key == "stream") {
+    err = read_bool(value, key, r.stream);
+  } else if (key == "stream_options") {
+    err = read_stream_options(value, r);
+  } else if (key == "user") {
+    err = read_string(value, key, r.user);
+  } else if (key == "service_tier") {
+    err = read_string(value, key, ignored);
+  } else if (key == "store" || key == "parallel_tool_calls") {
+    bool flag = false;
+    err = read_bool(value, key, flag);
+  } else if (key == "metadata") {
+    if (value.type() != element_type::OBJECT) err = wrong_type(key, "an object");
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace detail
+
+std::expected<generation_request, api_error> parse_completion_request(std::string_view body, const parse_limits& limits) {
+  simdjson::dom::parser parser;
+  auto obj = parse_object(parser, body);
+  if (!obj) return std::unexpected(obj.error());
+  generation_request r;
+  r.kind = endpoint::completions;
+  r.params.max_tokens = 16;  // OpenAI's default for legacy completions
+  bool has_stream_options = false;
+  std::optional<std::int64_t> best_of;
+  for (auto [key, value] : *obj) {
+    if (is_null(value)) continue;
+    maybe_error err;
+    std::int64_t i = 0;
+    if (read_sampling_field(key, value, limits, r, err)) {
+      has_stream_options |= key == "stream_options";
+    } else if (key == "prompt") {
+      err = read_prompt(value, limits.vocab_size, r.prompts);
+    } else if (key == "echo") {
+      err = read_bool(value, key, r.echo);
+    } else if (key == "logprobs") {
+      err = read_integer(value, key, 0, 20, i);
+      r.params.logprobs = static_cast<int>(i);
+      r.logprobs = true;
+    } else if (key == "best_of") {
+      err = read_integer(value, key, 1, limits.max_n, i);
+      best_of = i;
+    } else if (key == "suffix") {
+      std::string suffix;
+      err = read_string(value, key, suffix);
+      if (!err && !suffix.empty()) err = bad_param(key, "'suffix' is not supported");
+    } else {
+      err = unrecognized(key);
+    }
+    if (err) return std::unexpected(std::move(*err));
+  }
+  if (r.prompts.empty()) return std::unexpected(bad_param("prompt", "missing required argument 'prompt'"));
+  if (best_of && *best_of != r.n) return std::unexpected(bad_param("best_of", "best_of must equal n"));
+  if (r.echo && r.logprobs)
+    return std::unexpected(bad_param("echo", "echo with logprobs is not supported (prompt logprobs are not computed)"));
+  if (auto err = finish(r, has_stream_options, limits)) return std::unexpected(std::move(*err));
+  return r;
+}
+
+std::expected<generation_request, api_error> parse_chat_request(std::string_view body, const parse_limits& limits) {
+  simdjson::dom::parser parser;
+  auto obj = parse_object(parser, body);
+  if (!obj) return std::unexpected(obj.error());
+  generation_request r;
+  r.kind = endpoint::chat_completions;
+  r.params.max_tokens = 0;  // chat: as long as the context allows
+  bool has_stream_options = false, has_messages = false;
+  std::optional<std::int64_t> top_logprobs;
+  for (auto [key, value] : *obj) {
+    if (is_null(value)) continue;
+    maybe_error err;
+    std::int64_t i = 0;
+    if (read_sampling_field(key, value, limits, r, err)) {
+      has_stream_options |= key == "stream_options";
+    } else if (key == "messages") {
+      err = read_messages(value, r.messages);
+      has_messages = true;
+    } else if (key == "logprobs") {
+      err = read_bool(value, key, r.logprobs);
+    } else if (key == "top_logprobs") {
+      err = read_integer(value, key, 0, 20, i);
+      top_logprobs = i;
+    } else if (key == "response_format") {
+      std::string_view type;
+      if (value.type() != element_type::OBJECT || value["type"].get(type) != simdjson::SUCCESS)
+        err = wrong_type(key, "an object with a 'type'");
+      else if (type != "text")
+        err = bad_param(key, "response_format '" + std::string(type) + "' is not supported");
+    } else if (key == "tools" || key == "tool_choice" || key == "functions" || key == "function_call") {
+      const bool empty = value.type() == element_type::ARRAY && simdjson::dom::array(value).size() == 0;
+      const bool none = value.type() == element_type::STRING && std::string_view(value) == "none";
+      if (!empty && !none) err = bad_param(key, "tool and function calling is not supported");
+    } else {
+      err = unrecognized(key);
+    }
+    if (err) return std::unexpected(std::move(*err));
+  }
+  if (!has_messages) return std::unexpected(bad_param("messages", "missing required argument 'messages'"));
+  if (top_logprobs && !r.logprobs)
+    return std::unexpected(bad_param("top_logprobs", "top_logprobs needs logprobs set to true"));
+  if (r.logprobs) r.params.logprobs = static_cast<int>(top_logprobs.value_or(0));
+  if (auto err = finish(r, has_stream_options, limits)) return std::unexpected(std::move(*err));
+  return r;
+}
+
+std::expected<tokenize_request, api_error> parse_tokenize_request(std::string_view body) {
+  simdjson::dom::parser parser;
+  auto obj = parse_object(parser, body);
+  if (!obj) return std::unexpected(obj.error());
+  tokenize_request r;
+  bool has_prompt = false;
+  for (auto [key, value] : *obj) {
+    if (is_null(value)) continue;
+    maybe_error err;
+    if (key == "model") err = read_string(value, key, r.model);
+    else if (key == "prompt") err = read_string(value, key, r.prompt), has_prompt = true;
+    else if (key == "add_special_tokens") err = read_bool(value, key, r.add_special_tokens);
+    else if (key == "return_token_strs") err = read_bool(value, key, r.return_token_strs);
+    else if (key == "messages") err = bad_param(key, "/tokenize takes a 'prompt'; chat messages are not supported");
+    else err = unrecognized(key);
+    if (err) return std::unexpected(std::move(*err));
+  }
+  if (!has_prompt) return std::unexpected(bad_param("prompt", "missing required argument 'prompt'"));
+  return r;
+}
+
+std::expected<detokenize_request, api_error> parse_detokenize_request(std::string_view body, const parse_limits& limits) {
+  simdjson::dom::parser parser;
+  auto obj = parse_object(parser, body);
+  if (!obj) return std::unexpected(obj.error());
+  detokenize_request r;
+  bool has_tokens = false;
+  for (auto [key, value] : *obj) {
+    if (is_null(value)) continue;
+    maybe_error err;
+    if (key == "model") err = read_string(value, key, r.model);
+    else if (key == "tokens") err = read_token_ids(value, key, limits.vocab_size, r.tokens), has_tokens = true;
+    else err = unrecognized(key);
+    if (err) return std::unexpected(std::move(*err));
+  }
+  if (!has_tokens) return std::unexpected(bad_param("tokens", "missing required argument 'tokens'"));
+  return r;
+}
+
+api_error error_from_engine(std::string_view code, std::string_view message) {
+  const std::string m(message), c(code);
+  if (code == "context_length_exceeded") return {400, m, "invalid_request_error", "", c};
+  if (code == "invalid_max_tokens") return {400, m, "invalid_request_error", "max_tokens", c};
+  if (code == "invalid_request") return {400, m, "invalid_request_error", "prompt", c};
+  if (code == "queue_full") return {429, m, "rate_limit_error", "", c};
+  return {500, m, "server_error", "", c};
+}
+
+}  // namespace pagedserve::openai

@@ -1,0 +1,271 @@
+// Encodes OpenAI responses by hand: their shapes are fixed and small, and the text is already
+// UTF-8 (the incremental detokenizer guarantees it; token pieces go through utf8_sanitize).
+#include "pagedserve/openai_response.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <random>
+
+#include "pagedserve/ws_protocol.hpp"  // json_append_string
+
+namespace pagedserve::openai {
+namespace {
+
+void append_number(std::string& out, float v) {  // shortest text that reads back as the float
+  if (!std::isfinite(v)) {  // JSON has no infinities: the SDKs read -9999 as "never"
+    out += v < 0 ? "-9999.0" : "0";
+    return;
+  }
+  char buf[64];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, ec == std::errc{} ? end : buf);
+}
+
+void append_head(std::string& out, const response_meta& m, std::string_view object) {
+  out += R"({"id":)";
+  json_append_string(out, m.id);
+  out += R"(,"object":")";
+  out += object;
+  out += R"(","created":)" + std::to_string(m.created) + R"(,"model":)";
+  json_append_string(out, m.model);
+}
+
+void append_usage(std::string& out, const usage& u) {
+  out += R"({"prompt_tokens":)" + std::to_string(u.prompt_tokens) + R"(,"completion_tokens":)" +
+         std::to_string(u.completion_tokens) + R"(,"total_tokens":)" +
+         std::to_string(u.prompt_tokens + u.completion_tokens) + "}";
+}
+
+void append_nullable(std::string& out, const std::optional<std::string>& s) {
+  if (s) json_append_string(out, *s);
+  else out += "null";
+}
+
+// One choice object; stream selects "delta" (chat) and a null finish_reason while running.
+void append_choice(std::string& out, endpoint kind, const choice_piece& c, const encode_options& o, bool stream) {
+  out += R"({"index":)" + std::to_string(c.index);
+  if (kind == endpoint::completions) {
+    out += R"(,"text":)";
+    json_append_string(out, c.text);
+  } else if (stream) {
+    out += R"(,"delta":{)";
+    if (c.with_role) out += R"("role":"assistant",)";
+    out += R"("content":)";
+    json_append_string(out, c.text);
+    out += "}";
+  } else {
+    out += R"(,"message":{"role":"assistant","content":)";
+    json_append_string(out, c.text);
+    out += "}";
+  }
+  out += R"(,"logprobs":)";
+  if (o.logprobs && o.vocabulary && !c.ids.empty()) out += encode_logprobs(kind, c, *o.vocabulary);
+  else out += "null";
+  out += R"(,"finish_reason":)";
+  append_nullable(out, c.finish_reason);
+  out += "}";
+}
+
+void append_bytes(std::string& out, std::string_view raw) {
+  out += '[';
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(static_cast<unsigned char>(raw[i]));
+  }
+  out += ']';
+}
+
+}  // namespace
+
+std::string new_response_id(endpoint kind) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string id = kind == endpoint::completions ? "cmpl-" : "chatcmpl-";
+  std::uint64_t a = rng(), b = rng();
+  for (int i = 0; i < 16; ++i, a >>= 4) id += hex[a & 15];
+  for (int i = 0; i < 16; ++i, b >>= 4) id += hex[b & 15];
+  return id;
+}
+
+std::string_view finish_reason_text(finish_reason r) {
+  return r == finish_reason::cancelled ? "abort" : finish_reason_name(r);
+}
+
+std::string encode_error(const api_error& e) {
+  std::string out = R"({"error":{"message":)";
+  json_append_string(out, e.message);
+  out += R"(,"type":)";
+  json_append_string(out, e.type);
+  out += R"(,"param":)";
+  append_nullable(out, e.param.empty() ? std::nullopt : std::optional(e.param));
+  out += R"(,"code":)";
+  append_nullable(out, e.code.empty() ? std::nullopt : std::optional(e.code));
+  out += "}}";
+  return out;
+}
+
+std::string encode_chunk(const response_meta& m, const choice_piece& c, const encode_options& o) {
+  std::string out;
+  out.reserve(256 + c.text.size());
+  append_head(out, m, m.kind == endpoint::completions ? "text_completion" : "chat.completion.chunk");
+  out += R"(,"choices":[)";
+  append_choice(out, m.kind, c, o, true);
+  out += "]";
+  if (o.usage_null) out += R"(,"usage":null)";
+  out += "}";
+  return out;
+}
+
+std::string encode_usage_chunk(const response_meta& m, const usage& u) {
+  std::string out;
+  append_head(out, m, m.kind == endpoint::completions ? "text_completion" : "chat.completion.chunk");
+  out += R"(,"choices":[],"usage":)";
+  append_usage(out, u);
+  out += "}";
+  return out;
+}
+
+std::string encode_response(const response_meta& m, const std::vector<choice_piece>& choices, const usage& u,
+                            const encode_options& o) {
+  std::string out;
+  append_head(out, m, m.kind == endpoint::completions ? "text_completion" : "chat.completion");
+  out += R"(,"choices":[)";
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    if (i) out += ',';
+    append_choice(out, m.kind, choices[i], o, false);
+  }
+  out += R"(],"usage":)";
+  append_usage(out, u);
+  out += "}";
+  return out;
+}
+
+std::string encode_logprobs(endpoint kind, const choice_piece& c, const tokenizer& vocabulary) {
+  auto piece = [&](token_id id) { return vocabulary.token_text(id); };
+  std::string out;
+  const std::size_t n = std::min(c.ids.size(), c.logprobs.size());
+  if (kind == endpoint::chat_completions) {
+    out += R"({"content":[)";
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i) out += ',';
+      const std::string raw = piece(c.ids[i]);
+      out += R"({"token":)";
+      json_append_string(out, utf8_sanitize(raw));
+      out += R"(,"logprob":)";
+      append_number(out, c.logprobs[i].logprob);
+      out += R"(,"bytes":)";
+      append_bytes(out, raw);
+      out += R"(,"top_logprobs":[)";
+      for (std::size_t k = 0; k < c.logprobs[i].top.size(); ++k) {
+        if (k) out += ',';
+        const auto& [alt, lp] = c.logprobs[i].top[k];
+        const std::string alt_raw = piece(alt);
+        out += R"({"token":)";
+        json_append_string(out, utf8_sanitize(alt_raw));
+        out += R"(,"logprob":)";
+        append_number(out, lp);
+        out += R"(,"bytes":)";
+        append_bytes(out, alt_raw);
+        out += "}";
+      }
+      out += "]}";
+    }
+    out += "]}";
+    return out;
+  }
+  std::string tokens = "[", values = "[", tops = "[", offsets = "[";
+  std::size_t offset = c.text_offset;
+  for (std::size_t i = 0; i < n; ++i) {
+    const char* sep = i ? "," : "";
+    const std::string text = utf8_sanitize(piece(c.ids[i]));
+    tokens += sep;
+    json_append_string(tokens, text);
+    values += sep;
+    append_number(values, c.logprobs[i].logprob);
+    tops += sep;
+    tops += '{';
+    for (std::size_t k = 0; k < c.logprobs[i].top.size(); ++k) {
+      if (k) tops += ',';
+      json_append_string(tops, utf8_sanitize(piece(c.logprobs[i].top[k].first)));
+      tops += ':';
+      append_number(tops, c.logprobs[i].top[k].second);
+    }
+    tops += '}';
+    offsets += sep + std::to_string(offset);
+    offset += text.size();
+  }
+  out += R"({"tokens":)" + tokens + R"(],"token_logprobs":)" + values + R"(],"top_logprobs":)" + tops +
+         R"(],"text_offset":)" + offsets + "]}";
+  return out;
+}
+
+std::string encode_model(const model_card& card) {
+  std::string out = R"({"id":)";
+  json_append_string(out, card.id);
+  out += R"(,"object":"model","created":)" + std::to_string(card.created) + R"(,"owned_by":"pagedserve","root":)";
+  json_append_string(out, card.root);
+  out += R"(,"parent":null,"max_model_len":)" + std::to_string(card.max_model_len) + "}";
+  return out;
+}
+
+std::string encode_models(const std::vector<model_card>& cards) {
+  std::string out = R"({"object":"list","data":[)";
+  for (std::size_t i = 0; i < cards.size(); ++i) {
+    if (i) out += ',';
+    out += encode_model(cards[i]);
+  }
+  return out + "]}";
+}
+
+std::string encode_tokenize(const std::vector<token_id>& ids, int max_model_len,
+                            const std::vector<std::string>* token_strs) {
+  std::string out = R"({"count":)" + std::to_string(ids.size()) + R"(,"max_model_len":)" +
+                    std::to_string(max_model_len) + R"(,"tokens":[)";
+  for (std::size_t i = 0; i < ids.size(); ++i) out += (i ? "," : "") + std::to_string(ids[i]);
+  out += "]";
+  if (token_strs) {
+    out += R"(,"token_strs":[)";
+    for (std::size_t i = 0; i < token_strs->size(); ++i) {
+      if (i) out += ',';
+      json_append_string(out, utf8_sanitize((*token_strs)[i]));
+    }
+    out += "]";
+  }
+  return out + "}";
+}
+
+std::string encode_detokenize(std::string_view text) {
+  std::string out = R"({"prompt":)";
+  json_append_string(out, utf8_sanitize(text));
+  return out + "}";
+}
+
+std::string utf8_sanitize(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= s.size() && !(len == 2 && c < 0xC2) && !(len == 4 && c > 0xF4);
+    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    if (ok && len == 3) {  // no overlongs, no surrogates
+      const auto c1 = static_cast<unsigned char>(s[i + 1]);
+      ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0);
+    }
+    if (ok && len == 4) {
+      const auto c1 = static_cast<unsigned char>(s[i + 1]);
+      ok = !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 >= 0x90);
+    }
+    if (ok) {
+      out.append(s.substr(i, len));
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
+}  // namespace pagedserve::openai

@@ -1,0 +1,158 @@
+// What every loader shares: RoPE frequencies, the completeness check and weight re-storage.
+#include <tbb/parallel_for.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "pagedserve/model.hpp"
+
+namespace pagedserve {
+
+std::vector<float> rope_inv_freq_compute(const model_config& c) {
+  const int hs = c.head_size();
+  std::vector<float> inv(hs / 2);
+  for (int i = 0; i < hs / 2; ++i) inv[i] = 1.0f / std::pow(c.rope_theta, static_cast<float>(2 * i) / static_cast<float>(hs));
+  const rope_scaling_config& s = c.rope_scaling;
+  switch (s.type) {
+    case rope_scaling_config::kind::none: break;
+    case rope_scaling_config::kind::linear:
+      for (float& f : inv) f /= s.factor;
+      break;
+    case rope_scaling_config::kind::llama3: {
+      // HF's _compute_llama3_parameters: long wavelengths slowed by `factor`, short ones kept, the
+      // band between blended smoothly.
+      const float old_len = static_cast<float>(s.original_max_position);
+      const float low_freq_wavelen = old_len / s.low_freq_factor;
+      const float high_freq_wavelen = old_len / s.high_freq_factor;
+      for (float& f : inv) {
+        const float wavelen = 2.0f * std::numbers::pi_v<float> / f;
+        if (wavelen < high_freq_wavelen) continue;
+        if (wavelen > low_freq_wavelen) {
+          f /= s.factor;
+          continue;
+        }
+        const float smooth = (old_len / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+        f = (1.0f - smooth) * f / s.factor + smooth * f;
+      }
+      break;
+    }
+  }
+  return inv;
+}
+
+namespace {
+
+std::string shape_text(int rows, int cols) { return "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]"; }
+
+std::expected<void, std::string> check_matrix(const weight& w, int rows, int cols, const std::string& what) {
+  if (w.empty()) return std::unexpected(what + " is missing");
+  if (w.rows != rows || w.cols != cols)
+    return std::unexpected(what + " has shape " + shape_text(w.rows, w.cols) + ", expected " + shape_text(rows, cols));
+  return {};
+}
+
+std::expected<void, std::string> check_vector(const float* v, const std::string& what) {
+  if (!v) return std::unexpected(what + " is missing");
+  return {};
+}
+
+std::expected<void, std::string> check_config(const model_config& c) {
+  auto bad = [](const std::string& what) { return std::unexpected("model config: " + what); };
+  if (c.dim <= 0 || c.n_layers <= 0 || c.n_heads <= 0 || c.n_kv_heads <= 0 || c.vocab_size <= 0 || c.seq_len <= 0)
+    return bad("dim, n_layers, n_heads, n_kv_heads, vocab_size and seq_len must be positive");
+  if (c.n_heads % c.n_kv_heads != 0) return bad("n_kv_heads does not divide n_heads");
+  if (c.head_size() <= 0 || c.head_size() % 2 != 0) return bad("head size must be positive and even (RoPE pairs)");
+  if (c.n_experts > 0 && (c.n_experts_used <= 0 || c.n_experts_used > c.n_experts || c.expert_hidden_dim <= 0))
+    return bad("MoE needs 0 < experts per token <= experts and a positive expert width");
+  return {};
+}
+
+std::expected<void, std::string> check_layer(const model_config& c, const layer_weights& l, const std::string& at) {
+  const int dim = c.dim, qd = c.q_dim(), kvd = c.kv_dim();
+  for (auto r : {check_vector(l.rms_att, at + "attention norm"), check_matrix(l.wq, qd, dim, at + "wq"),
+                 check_matrix(l.wk, kvd, dim, at + "wk"), check_matrix(l.wv, kvd, dim, at + "wv"),
+                 check_matrix(l.wo, dim, qd, at + "wo"), check_vector(l.rms_ffn, at + "ffn norm")})
+    if (!r) return r;
+  if ((l.q_norm == nullptr) != (l.k_norm == nullptr)) return std::unexpected(at + "has only one of q_norm and k_norm");
+  if (!l.is_moe()) {
+    if (!l.router.empty()) return std::unexpected(at + "has a router but no experts");
+    for (auto r : {check_matrix(l.w_gate, c.hidden_dim, dim, at + "w_gate"),
+                   check_matrix(l.w_up, c.hidden_dim, dim, at + "w_up"),
+                   check_matrix(l.w_down, dim, c.hidden_dim, at + "w_down")})
+      if (!r) return r;
+    return {};
+  }
+  if (static_cast<int>(l.experts.size()) != c.n_experts)
+    return std::unexpected(at + "has " + std::to_string(l.experts.size()) + " experts, config says " +
+                           std::to_string(c.n_experts));
+  if (auto r = check_matrix(l.router, c.n_experts, dim, at + "router"); !r) return r;
+  const int eh = c.expert_hidden_dim;
+  for (std::size_t e = 0; e < l.experts.size(); ++e) {
+    const std::string ex = at + "expert " + std::to_string(e) + " ";
+    for (auto r : {check_matrix(l.experts[e].gate, eh, dim, ex + "gate"), check_matrix(l.experts[e].up, eh, dim, ex + "up"),
+                   check_matrix(l.experts[e].down, dim, eh, ex + "down")})
+      if (!r) return r;
+  }
+  return {};
+}
+
+}  // namespace
+
+std::expected<void, std::string> model_check(const model& m) {
+  const model_config& c = m.config;
+  if (auto r = check_config(c); !r) return r;
+  if (auto r = check_matrix(m.token_embedding, c.vocab_size, c.dim, "token embedding"); !r) return r;
+  if (auto r = check_matrix(m.classifier, c.vocab_size, c.dim, "classifier"); !r) return r;
+  if (auto r = check_vector(m.rms_final, "final norm"); !r) return r;
+  if (static_cast<int>(m.rope_inv_freq.size()) != c.head_size() / 2)
+    return std::unexpected("rope_inv_freq has " + std::to_string(m.rope_inv_freq.size()) + " entries, expected " +
+                           std::to_string(c.head_size() / 2));
+  if (static_cast<int>(m.layers.size()) != c.n_layers)
+    return std::unexpected("model has " + std::to_string(m.layers.size()) + " layers, config says " +
+                           std::to_string(c.n_layers));
+  for (int l = 0; l < c.n_layers; ++l)
+    if (auto r = check_layer(c, m.layers[l], "layer " + std::to_string(l) + " "); !r) return r;
+  return {};
+}
+
+namespace {
+
+// A copy of w in `to`, converted in parallel over rows (exact when widening).
+weight convert_matrix(model& m, const weight& w, dtype to) {
+  if (w.empty() || w.type == to) return w;
+  weight out = w;
+  out.type = to;
+  const std::size_t cols = w.cols;
+  if (to == dtype::f32) {
+    float* dst = m.keep(std::vector<float>(w.n_elements()));
+    tbb::parallel_for(0, w.rows, [&](int r) { weight_row_to_f32(dst + r * cols, w, r); });
+    out.data = dst;
+    return out;
+  }
+  std::uint16_t* dst = m.keep(std::vector<std::uint16_t>(w.n_elements()));
+  tbb::parallel_for(0, w.rows, [&](int r) {
+    for (std::size_t i = 0; i < cols; ++i) {
+      const float v = weight_at(w, r * cols + i);
+      dst[r * cols + i] = to == dtype::bf16 ? f32_to_bf16(v) : f32_to_f16(v);
+    }
+  });
+  out.data = dst;
+  return out;
+}
+
+}  // namespace
+
+void model_convert_weights(model& m, weight_format format) {
+  if (format == weight_format::as_stored) return;
+  const dtype to = format == weight_format::f32 ? dtype::f32 : dtype::bf16;
+  const bool tied = m.classifier == m.token_embedding;
+  m.token_embedding = convert_matrix(m, m.token_embedding, to);
+  m.classifier = tied ? m.token_embedding : convert_matrix(m, m.classifier, to);
+  for (layer_weights& l : m.layers) {
+    for (weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router}) *w = convert_matrix(m, *w, to);
+    for (expert_weights& e : l.experts)
+      for (weight* w : {&e.gate, &e.up, &e.down}) *w = convert_matrix(m, *w, to);
+  }
+}
+
+}  // namespace pagedserve

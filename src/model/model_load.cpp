@@ -1,0 +1,35 @@
+// Chooses the loader for a path by what it holds.
+#include "pagedserve/model_load.hpp"
+
+#include <cstring>
+#include <fstream>
+
+#include "pagedserve/hf_model.hpp"
+
+namespace pagedserve {
+
+std::expected<std::shared_ptr<const model>, std::string> model_load_any(const std::filesystem::path& path,
+                                                                        const model_load_options& options) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return hf_model_load(path, options);
+  if (!std::filesystem::exists(path, ec)) return std::unexpected(path.string() + ": no such file or directory");
+  if (path.filename() == "config.json" || path.extension() == ".safetensors")
+    return hf_model_load(path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path(), options);
+
+  char magic[4] = {};
+  std::ifstream in(path, std::ios::binary);
+  in.read(magic, sizeof magic);
+  if (in.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0) {
+    // Extension point for the GGUF loader (issue 5 item 3): `return gguf_model_load(path, options);`.
+    // It fills the same `model` (see model.hpp: weight views into its mapping, or dequantized buffers).
+    return std::unexpected(path.string() + ": GGUF files are not supported yet");
+  }
+
+  auto m = llama2c_model_load(path);
+  if (!m || options.weights == weight_format::as_stored || options.weights == weight_format::f32) return m;
+  auto converted = std::make_shared<model>(**m);  // shares the mapping through storage
+  model_convert_weights(*converted, options.weights);
+  return converted;
+}
+
+}  // namespace pagedserve

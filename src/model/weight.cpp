@@ -1,0 +1,46 @@
+// Scalar conversions between the weight formats (exact widening, round-to-nearest-even narrowing).
+#include "pagedserve/weight.hpp"
+
+#include <cstring>
+
+namespace pagedserve {
+
+std::string_view dtype_name(dtype t) {
+  switch (t) {
+    case dtype::f32: return "f32";
+    case dtype::bf16: return "bf16";
+    case dtype::f16: return "f16";
+  }
+  return "unknown";
+}
+
+std::uint16_t f32_to_f16(float f) {
+  const std::uint32_t u = std::bit_cast<std::uint32_t>(f);
+  const std::uint16_t sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);
+  const std::uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return sign | 0x7e00u;  // NaN
+  if (a >= 0x477ff000u) return sign | 0x7c00u; // >= 65520 rounds to infinity
+  if (a >= 0x38800000u) {                       // a normal half: rebias the exponent, round the mantissa
+    const std::uint32_t r = a - 0x38000000u;
+    return sign | static_cast<std::uint16_t>((r + 0xfffu + ((r >> 13) & 1u)) >> 13);
+  }
+  // Subnormal or zero: adding 0.5 (ulp 2^-24) rounds |f| to a multiple of 2^-24 (nearest even), and
+  // the count of those lands in the low mantissa bits; 2^-14 itself comes out as the smallest normal.
+  const float rounded = std::bit_cast<float>(a) + 0.5f;
+  return sign | static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(rounded) - 0x3f000000u);
+}
+
+void weight_row_to_f32(float* out, const weight& w, int row) {
+  const std::size_t base = static_cast<std::size_t>(row) * w.cols;
+  switch (w.type) {
+    case dtype::f32: std::memcpy(out, w.f32() + base, static_cast<std::size_t>(w.cols) * sizeof(float)); return;
+    case dtype::bf16:
+      for (int i = 0; i < w.cols; ++i) out[i] = bf16_to_f32(w.u16()[base + i]);
+      return;
+    case dtype::f16:
+      for (int i = 0; i < w.cols; ++i) out[i] = f16_to_f32(w.u16()[base + i]);
+      return;
+  }
+}
+
+}  // namespace pagedserve

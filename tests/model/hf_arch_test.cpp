@@ -1,0 +1,193 @@
+// Every supported architecture, as a small random-weight safetensors folder (fp32, bf16, fp16),
+// loaded by hf_model_load and run through forward_pass with two sequences sharing paged steps
+// (prefill chunks and decodes mixed), against the scalar reference of hf_reference.hpp.
+//
+// Tolerance: |engine - reference| <= 1e-4 on every logit (logits are O(1)) for every dtype. The
+// reference uses the very values stored in the folder (bf16/fp16-rounded for those dtypes), and the
+// engine widens them exactly and accumulates in fp32, so bf16 and fp16 need no looser bound than fp32.
+#include <gtest/gtest.h>
+
+#include "model/hf_reference.hpp"
+#include "model/hf_test_model.hpp"
+#include "pagedserve/forward.hpp"
+#include "pagedserve/hf_model.hpp"
+#include "pagedserve/kv_cache.hpp"
+#include "pagedserve/model_load.hpp"
+
+namespace pagedserve {
+namespace {
+
+using test::arch_spec;
+
+std::vector<arch_spec> specs() {
+  std::vector<arch_spec> v;
+  {  // Llama 3 style: rope_scaling llama3 (every band: kept, blended, slowed), MQA 3:1, untied
+    arch_spec s = test::make_spec("llama3", "LlamaForCausalLM", 48, 52, 2, 3, 1, 0);
+    s.theta = 10000.0;
+    s.llama3_scaling = true;
+    v.push_back(s);
+  }
+  {  // Llama with attention_bias (q/k/v/o biases), tied, MHA, odd widths
+    arch_spec s = test::make_spec("llama_bias", "LlamaForCausalLM", 40, 37, 2, 4, 4, 0);
+    s.attention_bias = true;
+    s.tied = true;
+    s.eps = 1e-5;
+    v.push_back(s);
+  }
+  {  // Mistral: GQA, rope_theta 1e6
+    arch_spec s = test::make_spec("mistral", "MistralForCausalLM", 32, 45, 2, 4, 2, 0);
+    s.theta = 1e6;
+    v.push_back(s);
+  }
+  {  // Qwen2: q/k/v biases, tied
+    arch_spec s = test::make_spec("qwen2", "Qwen2ForCausalLM", 32, 40, 2, 4, 2, 0);
+    s.qkv_bias = true;
+    s.tied = true;
+    s.theta = 1e6;
+    v.push_back(s);
+  }
+  {  // Qwen3: q_norm/k_norm, head_dim 16 != 40 / 4, tied
+    arch_spec s = test::make_spec("qwen3", "Qwen3ForCausalLM", 40, 48, 3, 4, 2, 16);
+    s.qk_norm = true;
+    s.tied = true;
+    s.theta = 1e6;
+    v.push_back(s);
+  }
+  {  // Qwen3-MoE: 8 experts, top-2 renormalised, layer 1 dense (mlp_only_layers), head_dim 12
+    arch_spec s = test::make_spec("qwen3_moe", "Qwen3MoeForCausalLM", 32, 44, 3, 4, 2, 12);
+    s.qk_norm = true;
+    s.experts = 8, s.top_k = 2, s.moe_hidden = 20, s.norm_topk = true;
+    s.mlp_only_layers = {1};
+    v.push_back(s);
+  }
+  {  // Qwen3-MoE: top-3 not renormalised, decoder_sparse_step 2 (only layer 1 sparse), tied
+    arch_spec s = test::make_spec("qwen3_moe_step2", "Qwen3MoeForCausalLM", 32, 36, 3, 2, 1, 16);
+    s.qk_norm = true;
+    s.tied = true;
+    s.experts = 6, s.top_k = 3, s.moe_hidden = 17, s.sparse_step = 2;
+    v.push_back(s);
+  }
+  return v;
+}
+
+// Logits of every token of two sequences run through three shared steps: A's prefill with B's first
+// chunk, B's second chunk with A's first decode, then one decode each. Blocks of 4 tokens, shuffled.
+// Returns [sequence][position][vocab].
+std::vector<std::vector<std::vector<float>>> run_engine(const model& m, const kernels::kernel_table& kt,
+                                                        const std::vector<int>& a, const std::vector<int>& b) {
+  constexpr int block_size = 4;
+  const std::vector<std::vector<int>> seqs = {a, b};
+  const std::vector<std::vector<std::int32_t>> tables = {{5, 2}, {7, 0}};
+  kv_cache cache(m.config.n_layers, 8, block_size, m.config.kv_dim());
+  forward_pass fwd(m, kt, 8);
+  std::vector<std::vector<std::vector<float>>> out(2);
+  out[0].resize(a.size());
+  out[1].resize(b.size());
+  // (sequence, first position, count) per step.
+  const std::vector<std::vector<std::array<int, 3>>> steps = {{{0, 0, 6}, {1, 0, 2}}, {{1, 2, 2}, {0, 6, 1}}, {{0, 7, 1}, {1, 4, 1}}};
+  for (const auto& step : steps) {
+    step_batch batch;
+    batch.block_tables = {5, 2, 7, 0};
+    batch.seq_block_offset = {0, 2};
+    for (const auto& [s, first, count] : step)
+      for (int p = first; p < first + count; ++p) {
+        batch.logits_rows.push_back(batch.n_tokens());
+        batch.tokens.push_back(seqs[s][p]);
+        batch.positions.push_back(p);
+        batch.seq_of_token.push_back(s);
+        batch.slots.push_back(tables[s][p / block_size] * block_size + p % block_size);
+      }
+    const float* logits = fwd.run(batch, cache);
+    const int vocab = m.config.vocab_size;
+    for (int r = 0; r < batch.n_tokens(); ++r)
+      out[batch.seq_of_token[r]][batch.positions[r]].assign(logits + r * vocab, logits + (r + 1) * vocab);
+  }
+  return out;
+}
+
+class hf_architecture : public testing::TestWithParam<arch_spec> {};
+
+TEST_P(hf_architecture, logits_match_the_scalar_reference) {
+  const arch_spec& s = GetParam();
+  const std::vector<int> a = {1, 17, 42, 5, 96, 3, 60, 11}, b = {1, 88, 23, 23, 70};
+  for (dtype type : {dtype::f32, dtype::bf16, dtype::f16}) {
+    if (type == dtype::f16 && s.name != "qwen3" && s.name != "llama3") continue;  // fp16 on two, to keep it fast
+    SCOPED_TRACE(std::string(dtype_name(type)));
+    const auto tensors = test::spec_random_tensors(s, type, 1234);
+    const auto dir = test::temp_dir(s.name + "_" + std::string(dtype_name(type)));
+    test::write_spec_folder(dir, s, tensors, type, type == dtype::bf16 ? 3 : 1);  // bf16: sharded with an index
+    auto m = hf_model_load(dir);
+    ASSERT_TRUE(m.has_value()) << m.error();
+    EXPECT_EQ((*m)->layers[0].wq.type, type) << "weights are kept in their stored dtype";
+    EXPECT_EQ((*m)->config.architecture, s.architecture);
+    EXPECT_EQ((*m)->classifier == (*m)->token_embedding, s.tied);
+
+    const test::hf_reference ref(s, tensors);
+    const auto want_a = ref.forward(a), want_b = ref.forward(b);
+    for (const kernels::kernel_table* kt : kernels::kernel_tables_supported()) {
+      SCOPED_TRACE(std::string(kernels::isa_name(kt->which)));
+      const auto got = run_engine(**m, *kt, a, b);
+      double worst = 0.0;
+      for (int seq = 0; seq < 2; ++seq) {
+        const auto& want = seq == 0 ? want_a : want_b;
+        for (std::size_t p = 0; p < want.size(); ++p)
+          for (int v = 0; v < s.vocab; ++v) worst = std::max(worst, std::abs(got[seq][p][v] - want[p][v]));
+      }
+      EXPECT_LE(worst, 1e-4) << "largest logit difference";
+      if (std::getenv("PS_SHOW_WORST")) std::printf("%s %s %s worst %.3g\n", s.name.c_str(), std::string(dtype_name(type)).c_str(), std::string(kernels::isa_name(kt->which)).c_str(), worst);
+    }
+    std::filesystem::remove_all(dir);
+  }
+}
+
+// A bf16 folder gives bit-identical logits kept as bf16 or widened to fp32 at load, and to the same
+// model written as fp32 (the 16-bit kernels widen exactly and accumulate in the fp32 order).
+TEST_P(hf_architecture, bf16_in_memory_equals_fp32_bit_for_bit) {
+  const arch_spec& s = GetParam();
+  const auto tensors = test::spec_random_tensors(s, dtype::bf16, 99);
+  const auto dir16 = test::temp_dir(s.name + "_bits16"), dir32 = test::temp_dir(s.name + "_bits32");
+  test::write_spec_folder(dir16, s, tensors, dtype::bf16);
+  test::write_spec_folder(dir32, s, tensors, dtype::f32);
+  auto as_bf16 = hf_model_load(dir16);
+  auto widened = model_load_any(dir16 / "config.json", {.weights = weight_format::f32});
+  auto as_f32 = hf_model_load(dir32);
+  ASSERT_TRUE(as_bf16 && widened && as_f32);
+  EXPECT_EQ((*widened)->layers[0].wq.type, dtype::f32);
+  const std::vector<int> a = {1, 2, 3, 4, 5, 6, 7, 8}, b = {9, 10, 11, 12, 13};
+  const auto& kt = *kernels::kernel_table_select();
+  const auto x = run_engine(**as_bf16, kt, a, b), y = run_engine(**widened, kt, a, b), z = run_engine(**as_f32, kt, a, b);
+  EXPECT_EQ(x, y);
+  EXPECT_EQ(x, z);
+  std::filesystem::remove_all(dir16);
+  std::filesystem::remove_all(dir32);
+}
+
+INSTANTIATE_TEST_SUITE_P(all, hf_architecture, testing::ValuesIn(specs()),
+                         [](const testing::TestParamInfo<arch_spec>& info) { return info.param.name; });
+
+TEST(hf_config, generation_config_and_rope_details_are_read) {
+  arch_spec s = test::make_spec("gen", "Qwen3ForCausalLM", 32, 40, 2, 4, 2, 16);
+  s.qk_norm = true;
+  s.llama3_scaling = true;
+  const auto tensors = test::spec_random_tensors(s, dtype::f32, 5);
+  const auto dir = test::temp_dir("gen");
+  test::write_spec_folder(dir, s, tensors, dtype::f32);
+  auto m = hf_model_load(dir);
+  ASSERT_TRUE(m.has_value()) << m.error();
+  const model& mm = **m;
+  EXPECT_EQ(mm.generation.eos_token_ids, (std::vector<int>{2, 7}));  // generation_config.json wins
+  EXPECT_EQ(mm.generation.bos_token_id, 1);
+  EXPECT_FLOAT_EQ(mm.generation.temperature.value_or(0), 0.6f);
+  EXPECT_EQ(mm.generation.top_k.value_or(0), 20);
+  EXPECT_EQ(mm.config.rope, kernels::rope_style::neox);
+  EXPECT_EQ(mm.config.head_size(), 16);
+  EXPECT_EQ(mm.config.q_dim(), 64);
+  EXPECT_EQ(mm.config.kv_dim(), 32);
+  const auto want = test::hf_reference(s, tensors).inv_freq();
+  ASSERT_EQ(mm.rope_inv_freq.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(mm.rope_inv_freq[i], want[i], 1e-6 * want[i]) << i;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace pagedserve

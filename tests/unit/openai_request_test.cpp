@@ -1,0 +1,183 @@
+// OpenAI request bodies: every accepted shape parses into the right fields; every bad one gets a
+// 400 (or the documented status) naming the argument.
+#include <gtest/gtest.h>
+
+#include "pagedserve/openai_request.hpp"
+
+namespace pagedserve::openai {
+namespace {
+
+const parse_limits limits{512, 4, 8};
+
+api_error completion_error(std::string_view body) {
+  auto r = parse_completion_request(body, limits);
+  EXPECT_FALSE(r.has_value()) << body;
+  return r ? api_error{} : r.error();
+}
+
+api_error chat_error(std::string_view body) {
+  auto r = parse_chat_request(body, limits);
+  EXPECT_FALSE(r.has_value()) << body;
+  return r ? api_error{} : r.error();
+}
+
+TEST(openai_request, completion_with_every_argument) {
+  auto r = parse_completion_request(
+      R"({"model":"m","prompt":"hi","max_tokens":5,"temperature":0.5,"top_p":0.9,"top_k":40,"min_p":0.05,)"
+      R"("n":2,"seed":7,"stop":["a","b"],"presence_penalty":0.5,"frequency_penalty":-0.5,"repetition_penalty":1.1,)"
+      R"("logit_bias":{"13":-100,"7":2.5},"logprobs":3,"echo":false,"ignore_eos":true,"user":"u","stream":true,)"
+      R"("stream_options":{"include_usage":true},"best_of":2,"suffix":null})",
+      limits);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->kind, endpoint::completions);
+  EXPECT_EQ(r->model, "m");
+  ASSERT_EQ(r->prompts.size(), 1u);
+  EXPECT_EQ(*r->prompts[0].text, "hi");
+  EXPECT_EQ(r->params.max_tokens, 5);
+  EXPECT_FLOAT_EQ(r->params.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(r->params.top_p, 0.9f);
+  EXPECT_EQ(r->params.top_k, 40);
+  EXPECT_FLOAT_EQ(r->params.min_p, 0.05f);
+  EXPECT_EQ(r->n, 2);
+  EXPECT_EQ(r->params.seed, 7u);
+  EXPECT_EQ(r->params.stop, (std::vector<std::string>{"a", "b"}));
+  EXPECT_FLOAT_EQ(r->params.presence_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(r->params.frequency_penalty, -0.5f);
+  EXPECT_FLOAT_EQ(r->params.repetition_penalty, 1.1f);
+  EXPECT_EQ(r->params.logit_bias, (std::vector<std::pair<token_id, float>>{{13, -100.0f}, {7, 2.5f}}));
+  EXPECT_TRUE(r->logprobs);
+  EXPECT_EQ(r->params.logprobs, 3);
+  EXPECT_TRUE(r->params.ignore_eos);
+  EXPECT_TRUE(r->stream);
+  EXPECT_TRUE(r->include_usage);
+  EXPECT_EQ(r->user, "u");
+}
+
+TEST(openai_request, completion_defaults_and_prompt_shapes) {
+  auto r = parse_completion_request(R"({"prompt":"x"})", limits);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->params.max_tokens, 16);  // OpenAI's legacy default
+  EXPECT_EQ(r->n, 1);
+  EXPECT_FALSE(r->stream);
+  EXPECT_EQ(r->params.logprobs, -1);
+
+  auto ids = parse_completion_request(R"({"prompt":[1,2,3]})", limits);
+  ASSERT_TRUE(ids);
+  ASSERT_EQ(ids->prompts.size(), 1u);
+  EXPECT_FALSE(ids->prompts[0].text);
+  EXPECT_EQ(ids->prompts[0].ids, (std::vector<token_id>{1, 2, 3}));
+
+  auto many = parse_completion_request(R"({"prompt":["a",[4,5]],"n":2})", limits);
+  ASSERT_TRUE(many);
+  ASSERT_EQ(many->prompts.size(), 2u);
+  EXPECT_EQ(*many->prompts[0].text, "a");
+  EXPECT_EQ(many->prompts[1].ids, (std::vector<token_id>{4, 5}));
+
+  auto nulls = parse_completion_request(R"({"prompt":"x","max_tokens":null,"seed":null,"stop":null,"user":null})", limits);
+  ASSERT_TRUE(nulls) << "null means not given";
+  EXPECT_FALSE(nulls->params.seed);
+  auto float_int = parse_completion_request(R"({"prompt":"x","max_tokens":5.0})", limits);
+  ASSERT_TRUE(float_int);
+  EXPECT_EQ(float_int->params.max_tokens, 5);
+}
+
+TEST(openai_request, completion_rejections_name_the_argument) {
+  EXPECT_EQ(completion_error(R"({"prompt":"x",)").code, "invalid_json");
+  EXPECT_EQ(completion_error(R"([1,2])").code, "invalid_json");
+  EXPECT_EQ(completion_error(R"({"max_tokens":3})").param, "prompt");
+  EXPECT_EQ(completion_error(R"({"prompt":[]})").param, "prompt");
+  EXPECT_EQ(completion_error(R"({"prompt":[1,512]})").param, "prompt");  // outside the vocabulary
+  EXPECT_EQ(completion_error(R"({"prompt":[1,-1]})").param, "prompt");
+  EXPECT_EQ(completion_error(R"({"prompt":{"a":1}})").code, "invalid_type");
+  EXPECT_EQ(completion_error(R"({"prompt":"x","max_tokens":0})").param, "max_tokens");
+  EXPECT_EQ(completion_error(R"({"prompt":"x","max_tokens":"5"})").code, "invalid_type");
+  EXPECT_EQ(completion_error(R"({"prompt":"x","max_tokens":2.5})").code, "invalid_type");
+  EXPECT_EQ(completion_error(R"({"prompt":"x","temperature":-1})").param, "temperature");
+  EXPECT_EQ(completion_error(R"({"prompt":"x","top_p":0})").param, "top_p");
+  EXPECT_EQ(completion_error(R"({"prompt":"x","n":5})").param, "n");  // limits.max_n is 4
+  EXPECT_EQ(completion_error(R"({"prompt":["a","b","c"],"n":3})").param, "n");  // 9 choices > 8
+  EXPECT_EQ(completion_error(R"({"prompt":"x","stop":[1]})").param, "stop");
+  EXPECT_EQ(completion_error(R"({"prompt":"x","stop":""})").param, "stop");
+  EXPECT_EQ(completion_error(R"({"prompt":"x","logit_bias":{"abc":1}})").param, "logit_bias");
+  EXPECT_EQ(completion_error(R"({"prompt":"x","logit_bias":{"600":1}})").param, "logit_bias");
+  EXPECT_EQ(completion_error(R"({"prompt":"x","logit_bias":{"5":101}})").param, "logit_bias");
+  EXPECT_EQ(completion_error(R"({"prompt":"x","logprobs":21})").param, "logprobs");
+  EXPECT_EQ(completion_error(R"({"prompt":"x","echo":true,"logprobs":1})").param, "echo");
+  EXPECT_EQ(completion_error(R"({"prompt":"x","stream_options":{"include_usage":true}})").param, "stream_options");
+  EXPECT_EQ(completion_error(R"({"prompt":"x","stream":true,"stream_options":{"bogus":true}})").param, "stream_options");
+  EXPECT_EQ(completion_error(R"({"prompt":"x","best_of":3,"n":2})").param, "best_of");
+  EXPECT_EQ(completion_error(R"({"prompt":"x","suffix":"end"})").param, "suffix");
+  const api_error unknown = completion_error(R"({"prompt":"x","max_tokenz":3})");
+  EXPECT_EQ(unknown.status, 400);
+  EXPECT_EQ(unknown.code, "unknown_parameter");
+  EXPECT_EQ(unknown.param, "max_tokenz");
+  EXPECT_EQ(unknown.type, "invalid_request_error");
+}
+
+TEST(openai_request, chat_messages_and_logprobs) {
+  auto r = parse_chat_request(
+      R"({"messages":[{"role":"developer","content":"be brief"},{"role":"user","content":[{"type":"text","text":"a"},)"
+      R"({"type":"text","text":"b"}],"name":"x"},{"role":"assistant","content":"ok"}],"logprobs":true,"top_logprobs":2,)"
+      R"("max_completion_tokens":9,"response_format":{"type":"text"},"tools":[]})",
+      limits);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->kind, endpoint::chat_completions);
+  ASSERT_EQ(r->messages.size(), 3u);
+  EXPECT_EQ(r->messages[0].role, "system");
+  EXPECT_EQ(r->messages[1].content, "ab");
+  EXPECT_EQ(r->messages[2].role, "assistant");
+  EXPECT_TRUE(r->logprobs);
+  EXPECT_EQ(r->params.logprobs, 2);
+  EXPECT_EQ(r->params.max_tokens, 9);
+
+  auto plain = parse_chat_request(R"({"messages":[{"role":"user","content":"hi"}]})", limits);
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->params.max_tokens, 0);  // the rest of the context
+  EXPECT_EQ(plain->params.logprobs, -1);
+  auto bare = parse_chat_request(R"({"messages":[{"role":"user","content":"hi"}],"logprobs":true})", limits);
+  ASSERT_TRUE(bare);
+  EXPECT_EQ(bare->params.logprobs, 0);
+}
+
+TEST(openai_request, chat_rejections) {
+  EXPECT_EQ(chat_error(R"({"model":"m"})").param, "messages");
+  EXPECT_EQ(chat_error(R"({"messages":[]})").param, "messages");
+  EXPECT_EQ(chat_error(R"({"messages":"hi"})").code, "invalid_type");
+  EXPECT_EQ(chat_error(R"({"messages":[{"role":"wizard","content":"x"}]})").param, "messages");
+  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user"}]})").param, "messages");
+  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})").param,
+            "messages[].content");
+  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})").param, "top_logprobs");
+  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})").param, "tools");
+  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})").param,
+            "response_format");
+  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"echo":true})").code, "unknown_parameter");
+}
+
+TEST(openai_request, tokenize_and_detokenize) {
+  auto t = parse_tokenize_request(R"({"prompt":"hello","add_special_tokens":false,"return_token_strs":true})");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->prompt, "hello");
+  EXPECT_FALSE(t->add_special_tokens);
+  EXPECT_TRUE(t->return_token_strs);
+  EXPECT_FALSE(parse_tokenize_request(R"({"add_special_tokens":true})"));
+  EXPECT_FALSE(parse_tokenize_request(R"({"prompt":"x","messages":[]})"));
+  auto d = parse_detokenize_request(R"({"tokens":[1,2,3]})", limits);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->tokens, (std::vector<token_id>{1, 2, 3}));
+  EXPECT_FALSE(parse_detokenize_request(R"({"tokens":[1,9999]})", limits));
+  EXPECT_FALSE(parse_detokenize_request(R"({"tokens":"abc"})", limits));
+}
+
+TEST(openai_request, engine_errors_map_to_statuses) {
+  EXPECT_EQ(error_from_engine("queue_full", "full").status, 429);
+  EXPECT_EQ(error_from_engine("queue_full", "full").type, "rate_limit_error");
+  EXPECT_EQ(error_from_engine("context_length_exceeded", "long").status, 400);
+  EXPECT_EQ(error_from_engine("invalid_max_tokens", "x").status, 400);
+  EXPECT_EQ(error_from_engine("invalid_max_tokens", "x").param, "max_tokens");
+  EXPECT_EQ(error_from_engine("invalid_request", "x").status, 400);
+  EXPECT_EQ(error_from_engine("something_else", "x").status, 500);
+}
+
+}  // namespace
+}  // namespace pagedserve::openai
