@@ -1,16 +1,35 @@
 #include "actors/engine.hpp"
 
+#include <algorithm>
+
 #include "pagedserve/check.hpp"
 
 namespace pagedserve {
 
+namespace {
+
+std::vector<token_id> stop_ids_for(const model& m, const tokenizer& tok, const chat_setup* chat) {
+  std::vector<token_id> ids(m.generation.eos_token_ids.begin(), m.generation.eos_token_ids.end());
+  if (m.generation.eos_token_ids.empty()) ids.push_back(tok.bos_id());  // llama2.c: run.c stops on BOS
+  ids.push_back(tok.eos_id());
+  if (chat && chat->eos_token)
+    if (auto id = tok.token_to_id(*chat->eos_token)) ids.push_back(*id);
+  std::erase_if(ids, [](token_id t) { return t < 0; });
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+}  // namespace
+
 engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const model> m,
-               std::shared_ptr<const tokenizer> tok, const engine_config& config)
+               std::shared_ptr<const tokenizer> tok, const engine_config& config, std::shared_ptr<const chat_setup> chat)
     : executor_ex_(ex),
       config_(config),
       model_(std::move(m)),
       tokenizer_(std::move(tok)),
-      stop_ids_{tokenizer_->bos_id(), tokenizer_->eos_id()},
+      stop_ids_(stop_ids_for(*model_, *tokenizer_, chat.get())),
+      chat_(std::move(chat)),
       metrics_(model_->config.seq_len),
       kv_(ex, config.kv_blocks, config.block_size),
       scheduler_(ex,

@@ -10,6 +10,7 @@
 #include "pagedserve/config.hpp"
 #include "pagedserve/metrics.hpp"
 #include "pagedserve/model.hpp"
+#include "pagedserve/served_model.hpp"
 #include "pagedserve/tokenizer.hpp"
 
 namespace pagedserve {
@@ -22,8 +23,9 @@ struct engine_status {
 class engine {
  public:
   // Actors other than the executor run on `ex` (the network io_context); the executor has its own thread.
+  // chat: the model's chat template (null: `messages` are joined by newlines, as for llama2.c models).
   engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const model> m, std::shared_ptr<const tokenizer> tok,
-         const engine_config& config);
+         const engine_config& config, std::shared_ptr<const chat_setup> chat = nullptr);
 
   // The network io_context's executor: request actors make their strands on it.
   const boost::asio::any_io_executor& executor() const { return executor_ex_; }
@@ -37,8 +39,10 @@ class engine {
   request_id next_request_id() { return request_id{next_id_.fetch_add(1) + 1}; }
   // Tokens one sequence may hold: the model's context, and never more than the whole KV pool.
   int max_sequence_tokens() const;
-  // Ids that end generation (the model's EOS; llama2.c models stop on BOS, as run.c does).
+  // Ids that end generation: generation_config's EOS ids, the tokenizer's EOS and the chat template's
+  // end-of-turn token; llama2.c models (no generation_config) also stop on BOS, as run.c does.
   const std::vector<token_id>& stop_token_ids() const { return stop_ids_; }
+  const chat_setup* chat() const { return chat_.get(); }
 
   // Asks the scheduler and the allocator for their figures; `done` runs once with both, on an
   // arbitrary strand (post it back to yours).
@@ -50,6 +54,7 @@ class engine {
   std::shared_ptr<const model> model_;
   std::shared_ptr<const tokenizer> tokenizer_;
   std::vector<token_id> stop_ids_;
+  std::shared_ptr<const chat_setup> chat_;
   serving_metrics metrics_;
   kv_allocator_actor kv_;
   scheduler_actor scheduler_;

@@ -14,9 +14,22 @@ request_actor::request_actor(const boost::asio::any_io_executor& ex, engine& e, 
       command_(std::move(command)),
       log_(actor_logger("req")) {}
 
-std::vector<token_id> request_actor::render_prompt() const {
+std::expected<std::vector<token_id>, std::string> request_actor::render_prompt() const {
   if (command_.prompt_ids) return *command_.prompt_ids;
   if (command_.prompt) return engine_.vocabulary().encode(*command_.prompt, true);
+  if (const chat_setup* chat = engine_.chat()) {
+    chat_template_context ctx;
+    for (const chat_message& m : command_.messages)
+      ctx.messages.push_back(chat_value::object{{"role", m.role}, {"content", m.content}});
+    ctx.add_generation_prompt = true;
+    ctx.bos_token = chat->bos_token;
+    ctx.eos_token = chat->eos_token;
+    ctx.now = std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
+    auto rendered = chat->renderer.render(ctx);
+    if (!rendered) return std::unexpected("chat template: " + rendered.error());
+    // The template writes BOS and special tokens as text; the tokenizer matches them.
+    return engine_.vocabulary().encode(*rendered, false);
+  }
   // llama2.c models carry no chat template: the conversation is their contents, one per line.
   std::string text;
   for (const chat_message& m : command_.messages) {
@@ -27,7 +40,9 @@ std::vector<token_id> request_actor::render_prompt() const {
 }
 
 void request_actor::on(start_generation) {
-  std::vector<token_id> prompt = render_prompt();
+  auto rendered = render_prompt();
+  if (!rendered) return fail("invalid_request", rendered.error());
+  std::vector<token_id> prompt = std::move(*rendered);
   const int n_prompt = static_cast<int>(prompt.size());
   if (command_.prompt_ids) {
     const int n_vocab = engine_.vocabulary().vocab_size();

@@ -33,7 +33,8 @@ class request_actor : public actor<request_actor, request_mailbox>,
   void on(request_rejected m);
 
  private:
-  std::vector<token_id> render_prompt() const;
+  // The prompt's token ids: given, tokenized, or the chat template's rendering of the messages.
+  std::expected<std::vector<token_id>, std::string> render_prompt() const;
   void fail(std::string_view code, std::string_view message);
   // Applies stop strings to new text; returns what may be sent now.
   std::string release_text(std::string fresh);

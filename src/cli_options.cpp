@@ -31,6 +31,10 @@ std::string cli_usage() {
   pagedserve generate [--config FILE] --model M.bin [--tokenizer T.bin] --prompt TEXT [--max-tokens N]
                       [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S] [--threads N]
                       [--kernels ...]
+  pagedserve tokenize --tokenizer PATH --text TEXT [--with-special]
+  pagedserve chat-template --model DIR --messages FILE.json [--no-generation-prompt]
+  pagedserve convert --model M.bin --out DIR [--dtype f32|bf16]
+--model takes a llama2.c .bin checkpoint or a Hugging Face folder (config.json + *.safetensors).
 Without --model the server serves the built-in random-weight demo model (see README).
 )";
 }

@@ -13,7 +13,8 @@
 
 #include "actors/engine.hpp"
 #include "cli_options.hpp"
-#include "pagedserve/demo_model.hpp"
+#include "cli_tools.hpp"
+#include "pagedserve/served_model.hpp"
 #include "pagedserve/generator.hpp"
 #include "pagedserve/server.hpp"
 
@@ -21,28 +22,7 @@ using namespace pagedserve;
 
 namespace {
 
-struct loaded_model {
-  std::shared_ptr<const model> weights;
-  std::shared_ptr<const tokenizer> vocabulary;
-};
-
-std::expected<loaded_model, std::string> load_model(const model_paths& paths) {
-  if (paths.model.empty()) {
-    auto [m, tok] = demo_model_make();
-    spdlog::warn("no model configured: serving the built-in random-weight demo model '{}' (gibberish output); "
-                 "pass --model M.bin --tokenizer T.bin for a real one", m->name);
-    return loaded_model{std::move(m), std::move(tok)};
-  }
-  auto m = llama2c_model_load(paths.model);
-  if (!m) return std::unexpected("cannot load model: " + m.error());
-  std::filesystem::path tok_path = paths.tokenizer;
-  if (tok_path.empty()) tok_path = std::filesystem::path(paths.model).parent_path() / "tokenizer.bin";
-  auto tok = llama2c_tokenizer_load(tok_path, (*m)->config.vocab_size);
-  if (!tok) return std::unexpected("cannot load tokenizer: " + tok.error());
-  return loaded_model{std::move(*m), std::move(*tok)};
-}
-
-int run_generate(const cli_options& o, const loaded_model& lm) {
+int run_generate(const cli_options& o, const served_model& lm) {
   const kernels::kernel_table* kt = kernels::kernel_table_select(o.settings.engine.kernels);
   if (!kt) {
     spdlog::error("kernel variant '{}' is not supported by this CPU", o.settings.engine.kernels);
@@ -64,14 +44,14 @@ int run_generate(const cli_options& o, const loaded_model& lm) {
   return 0;
 }
 
-int run_serve(const cli_options& o, const loaded_model& lm) {
+int run_serve(const cli_options& o, const served_model& lm) {
   const config& c = o.settings;
   if (!kernels::kernel_table_select(c.engine.kernels)) {
     spdlog::error("kernel variant '{}' is not supported by this CPU", c.engine.kernels);
     return 1;
   }
   boost::asio::io_context io(c.server.io_threads);
-  engine e(io.get_executor(), lm.weights, lm.vocabulary, c.engine);
+  engine e(io.get_executor(), lm.weights, lm.vocabulary, c.engine, lm.chat);
   server s(io, e, c.server);
   auto port = s.start();
   if (!port) {
@@ -99,6 +79,7 @@ int run_serve(const cli_options& o, const loaded_model& lm) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (auto tool_exit = cli_tool_run(argc, argv)) return *tool_exit;
   auto parsed = cli_parse(argc, argv);
   if (!parsed) {
     for (const auto& e : parsed.error()) std::fprintf(stderr, "pagedserve: %s\n", e.c_str());
@@ -114,10 +95,13 @@ int main(int argc, char** argv) {
   // Logs go to stderr: `generate` keeps stdout for the completion alone.
   spdlog::set_default_logger(spdlog::stderr_color_mt("pagedserve"));
   spdlog::set_level(spdlog::level::from_str(o.settings.log_level));
-  auto lm = load_model(o.settings.model);
+  auto lm = served_model_load(o.settings.model);
   if (!lm) {
     spdlog::error("{}", lm.error());
     return 1;
   }
+  if (o.settings.model.model.empty())
+    spdlog::warn("no model configured: serving the built-in random-weight demo model '{}' (gibberish output); "
+                 "pass --model M.bin --tokenizer T.bin (or a Hugging Face folder) for a real one", lm->weights->name);
   return o.command == "generate" ? run_generate(o, *lm) : run_serve(o, *lm);
 }

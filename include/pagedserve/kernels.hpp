@@ -25,6 +25,11 @@ enum class isa { scalar, avx2, avx512 };
 // How RoPE pairs the dimensions of a head: llama2.c (and Meta's original checkpoints) rotate
 // interleaved pairs (2i, 2i+1); Hugging Face Llama/Mistral/Qwen rotate halves (i, i + head_size/2)
 // ("rotate_half", GPT-NeoX layout). Pair i turns by pos * inv_freq[i] in both.
+//
+// The rotated heads always come out in rotate-half order: interleaved input is reordered as it is
+// rotated (pair i lands at (i, i + head_size/2)). Queries and keys then reach attention in one
+// layout whatever the checkpoint, so a llama2.c model and its HF conversion (whose Wq/Wk rows are
+// permuted the same way) compute bit-identical attention scores.
 enum class rope_style { interleaved, neox };
 
 std::string_view isa_name(isa v);
@@ -90,8 +95,10 @@ void matmul(float* out, const float* x, const weight& w, int n_tokens);
 void rmsnorm(float* out, const float* x, const float* weight, int n_rows, int dim, float eps);
 // Rotates interleaved pairs (2i, 2i+1) inside each head of x[n_tokens, n_heads*head_size] by
 // pos * theta^(-2i/head_size), as run.c does.
+// run.c's RoPE, in place: interleaved pairs, angle pos * theta^(-2i/head_size), layout kept.
 void rope(float* x, const std::int32_t* positions, int n_tokens, int n_heads, int head_size, float theta);
-// Either pairing; pair i of every head turns by positions[t] * inv_freq[i], inv_freq: [head_size/2].
+// Either pairing; pair i of every head turns by positions[t] * inv_freq[i], inv_freq: [head_size/2];
+// the result is in rotate-half order (see rope_style).
 void rope(float* x, const std::int32_t* positions, int n_tokens, int n_heads, int head_size, const float* inv_freq,
           rope_style style);
 void softmax(float* x, int n);
@@ -112,12 +119,12 @@ void matmul(const kernel_table& kt, float* out, const float* x, const weight& w,
 void add_bias(float* x, const float* bias, int n_tokens, int n);
 void rmsnorm(const kernel_table& kt, float* out, const float* x, const float* weight, int n_rows, int dim,
              float eps);
-void rope(float* x, const std::int32_t* positions, int n_tokens, int n_heads, int head_size, float theta);
 // The step's rotation table, computed once and shared by every layer: cos/sin[t, i] of
 // positions[t] * inv_freq[i]; cos, sin: [n_tokens, n_freq].
 void rope_angles(float* cos, float* sin, const std::int32_t* positions, int n_tokens, const float* inv_freq,
                  int n_freq);
-// Rotates x[n_tokens, n_heads*head_size] by a table from rope_angles (n_freq = head_size/2).
+// Rotates x[n_tokens, n_heads*head_size] by a table from rope_angles (n_freq = head_size/2), as
+// reference::rope with inv_freq: the result is in rotate-half order. head_size <= 1024.
 void rope(float* x, const float* cos, const float* sin, int n_tokens, int n_heads, int head_size, rope_style style);
 void swiglu(const kernel_table& kt, float* gate, const float* up, int n_tokens, int dim);
 void paged_attention(const kernel_table& kt, float* out, const float* q, const paged_kv_layer& kv,

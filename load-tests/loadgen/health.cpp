@@ -12,10 +12,11 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 
-std::expected<health_status, std::string> health_get(const target_spec& target, std::chrono::milliseconds timeout) {
+std::expected<health_status, std::string> http_get(const target_spec& target, const std::string& path,
+                                                   std::chrono::milliseconds timeout) {
   asio::io_context io;
   beast::tcp_stream stream(io);
-  http::request<http::empty_body> req(http::verb::get, "/health", 11);
+  http::request<http::empty_body> req(http::verb::get, path, 11);
   req.set(http::field::host, target.host + ":" + std::to_string(target.port));
   req.set(http::field::user_agent, "pagedserve-loadgen");
   req.keep_alive(false);
@@ -38,7 +39,7 @@ std::expected<health_status, std::string> health_get(const target_spec& target, 
     });
   });
   io.run();
-  if (result) return std::unexpected("GET /health: " + result.message());
+  if (result) return std::unexpected("GET " + path + ": " + result.message());
   health_status h;
   h.http_status = static_cast<int>(res.result_int());
   h.body = res.body();
@@ -51,6 +52,16 @@ std::expected<health_status, std::string> health_get(const target_spec& target, 
     }
   }
   return h;
+}
+
+std::optional<std::string> openai_first_model(const target_spec& target) {
+  auto res = http_get(target, "/v1/models", std::chrono::seconds(5));
+  if (!res || res->http_status != 200) return std::nullopt;
+  simdjson::dom::parser parser;
+  simdjson::dom::array data;
+  std::string_view id;
+  if (parser.parse(res->body)["data"].get(data) || data.size() == 0 || data.at(0)["id"].get(id)) return std::nullopt;
+  return std::string(id);
 }
 
 }  // namespace pagedserve::loadgen

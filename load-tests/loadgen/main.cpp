@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "loadgen/health.hpp"
 #include "loadgen/metrics.hpp"
 #include "loadgen/options.hpp"
 #include "loadgen/plot.hpp"
@@ -116,10 +117,13 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (o.compare) return run_compare(o);
+  options run_options = o;
+  if (o.target.kind == target_spec::api::openai_completions && o.model_name.empty())
+    run_options.model_name = openai_first_model(o.target).value_or("default");
   auto prompts = prompts_make(o);
   if (!prompts) {
     std::fprintf(stderr, "loadgen: %s\n", prompts.error().c_str());
     return 1;
   }
-  return o.soak_minutes > 0 ? soak_run(o, *prompts) : run_sweep(o, *prompts);
+  return o.soak_minutes > 0 ? soak_run(run_options, *prompts) : run_sweep(run_options, *prompts);
 }

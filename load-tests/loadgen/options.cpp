@@ -326,7 +326,7 @@ Drives a serving endpoint the way `vllm bench serve` does and reports its metric
 target (loopback only):
   --target ws://127.0.0.1:P/v1/ws            pagedserve's WebSocket API
   --target http://127.0.0.1:P/v1/completions any OpenAI-compatible streaming completions endpoint
-  --model NAME           "model" field of OpenAI requests (default "default")
+  --model NAME           "model" field of OpenAI requests (default: the first of GET /v1/models, else "default")
   --extra-body JSON      members added to OpenAI request bodies, e.g. '{"cache_prompt":false}'
 load shape:
   --concurrency 1,4,16   closed-loop sweep: requests kept in flight per level (default 1)

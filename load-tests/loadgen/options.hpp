@@ -61,7 +61,7 @@ struct options {
   std::string tokenizer_path;    // llama2.c tokenizer .bin: prompts of exact token lengths
   int vocab_size = 0;            // of the tokenizer; 0 = counted from the file
   std::string corpus_path;       // text to cut prompts from; empty = the built-in corpus
-  std::string model_name = "default";  // "model" of OpenAI requests
+  std::string model_name;        // "model" of OpenAI requests; empty = the first of GET /v1/models, else "default"
   std::string extra_body;        // a JSON object whose members are added to OpenAI request bodies
   slo_spec goodput;
   std::string out_path;          // results JSON

@@ -59,11 +59,10 @@ std::string plot_script(const std::vector<result_set>& runs, const std::string& 
   s << "set grid\nset key top left\nset pointsize 1.2\n";
   s << "set xlabel " << quoted(by_rate ? "request rate (req/s)" : "concurrency (requests in flight)") << "\n";
   if (!by_rate) s << "set logscale x 2\n";
-  s << "set logscale y 10\n";
   const auto panel = [&](const char* title_text, const char* ylabel, std::vector<std::pair<int, const char*>> series,
                          bool log_y) {
     s << "set title " << quoted(title_text) << "\nset ylabel " << quoted(ylabel) << "\n";
-    s << (log_y ? "set logscale y 10\n" : "unset logscale y\nset yrange [0:*]\n");
+    s << (log_y ? "set logscale y 10\nset autoscale y\n" : "unset logscale y\nset yrange [0:*]\n");
     s << "plot ";
     bool first = true;
     for (std::size_t r = 0; r < runs.size(); ++r) {

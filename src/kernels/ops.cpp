@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "pagedserve/check.hpp"
 #include "pagedserve/kernels.hpp"
 
 namespace pagedserve::kernels::ops {
@@ -54,24 +55,6 @@ void rmsnorm(const kernel_table& kt, float* out, const float* x, const float* we
   });
 }
 
-void rope(float* x, const std::int32_t* positions, int n_tokens, int n_heads, int head_size, float theta) {
-  // The same arithmetic as the reference, parallel over tokens; the angle per pair is shared by heads.
-  tbb::parallel_for(0, n_tokens, [&](int t) {
-    float* xt = x + static_cast<std::size_t>(t) * n_heads * head_size;
-    for (int i = 0; i < head_size; i += 2) {
-      const float freq = 1.0f / std::pow(theta, i / static_cast<float>(head_size));
-      const float angle = positions[t] * freq;
-      const float c = std::cos(angle), s = std::sin(angle);
-      for (int h = 0; h < n_heads; ++h) {
-        float* v = xt + h * head_size + i;
-        const float v0 = v[0], v1 = v[1];
-        v[0] = v0 * c - v1 * s;
-        v[1] = v0 * s + v1 * c;
-      }
-    }
-  });
-}
-
 void rope_angles(float* cos, float* sin, const std::int32_t* positions, int n_tokens, const float* inv_freq,
                  int n_freq) {
   // The reference's arithmetic: angle = pos * inv_freq[i] in fp32, then cos and sin of it.
@@ -86,20 +69,24 @@ void rope_angles(float* cos, float* sin, const std::int32_t* positions, int n_to
 
 void rope(float* x, const float* cos, const float* sin, int n_tokens, int n_heads, int head_size, rope_style style) {
   const int half = head_size / 2;
-  // Pair i of a head is (2i, 2i+1) interleaved or (i, i+half) rotate-half; both turn by the same angle.
-  const int step = style == rope_style::interleaved ? 2 : 1;
-  const int partner = style == rope_style::interleaved ? 1 : half;
+  ps_check(head_size <= 1024, "rope: head size above 1024");
   tbb::parallel_for(0, n_tokens, [&](int t) {
     float* xt = x + static_cast<std::size_t>(t) * n_heads * head_size;
     const float* ct = cos + static_cast<std::size_t>(t) * half;
     const float* st = sin + static_cast<std::size_t>(t) * half;
-    for (int h = 0; h < n_heads; ++h)
+    float in[1024];
+    for (int h = 0; h < n_heads; ++h) {
+      float* v = xt + h * head_size;
+      // Pair i is (2i, 2i+1) or (i, i+half) on input; (i, i+half) on output.
+      const int step = style == rope_style::interleaved ? 2 : 1;
+      const int partner = style == rope_style::interleaved ? 1 : half;
+      std::copy(v, v + head_size, in);
       for (int i = 0; i < half; ++i) {
-        float* v = xt + h * head_size + i * step;
-        const float v0 = v[0], v1 = v[partner];
-        v[0] = v0 * ct[i] - v1 * st[i];
-        v[partner] = v0 * st[i] + v1 * ct[i];
+        const float v0 = in[i * step], v1 = in[i * step + partner];
+        v[i] = v0 * ct[i] - v1 * st[i];
+        v[i + half] = v0 * st[i] + v1 * ct[i];
       }
+    }
   });
 }
 

@@ -1,5 +1,6 @@
 // Plain scalar kernels, written for reading: the truth every faster variant is tested against.
 #include <cmath>
+#include <vector>
 
 #include "pagedserve/kernels.hpp"
 
@@ -57,18 +58,20 @@ void rope(float* x, const std::int32_t* positions, int n_tokens, int n_heads, in
 void rope(float* x, const std::int32_t* positions, int n_tokens, int n_heads, int head_size, const float* inv_freq,
           rope_style style) {
   const int half = head_size / 2;
+  std::vector<float> in(head_size);
   for (int t = 0; t < n_tokens; ++t)
     for (int h = 0; h < n_heads; ++h) {
       float* xh = x + (static_cast<std::size_t>(t) * n_heads + h) * head_size;
+      in.assign(xh, xh + head_size);
       for (int i = 0; i < half; ++i) {
         const float angle = positions[t] * inv_freq[i];
         const float c = std::cos(angle), s = std::sin(angle);
-        // Interleaved pairs (2i, 2i+1) as run.c; rotate-half pairs (i, i+half) as HF's rotate_half.
-        float& a = style == rope_style::interleaved ? xh[2 * i] : xh[i];
-        float& b = style == rope_style::interleaved ? xh[2 * i + 1] : xh[i + half];
-        const float v0 = a, v1 = b;
-        a = v0 * c - v1 * s;
-        b = v0 * s + v1 * c;
+        // Interleaved pairs (2i, 2i+1) as run.c, or rotate-half pairs (i, i+half) as HF's rotate_half;
+        // written back as (i, i+half) either way.
+        const float v0 = style == rope_style::interleaved ? in[2 * i] : in[i];
+        const float v1 = style == rope_style::interleaved ? in[2 * i + 1] : in[i + half];
+        xh[i] = v0 * c - v1 * s;
+        xh[i + half] = v0 * s + v1 * c;
       }
     }
 }

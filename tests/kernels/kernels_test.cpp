@@ -279,20 +279,31 @@ INSTANTIATE_TEST_SUITE_P(all_isas, kernel_table_test, testing::ValuesIn(supporte
                            return std::string(isa_name(info.param->which));
                          });
 
-TEST(kernels, rope_matches_reference) {
+// Interleaved RoPE through the step table matches run.c's RoPE (reference::rope with theta), up to
+// the reordering of each head into rotate-half order.
+TEST(kernels, rope_matches_run_c_reference) {
   std::mt19937 rng(99);
   std::uniform_int_distribution<std::int32_t> pos_dist(0, 4095);
   for (int head_size : {8, 12, 64})
     for (int n_tokens : sizes_tokens) {
       SCOPED_TRACE("head_size=" + std::to_string(head_size) + " n_tokens=" + std::to_string(n_tokens));
-      const int n_heads = 8;
+      const int n_heads = 8, half = head_size / 2;
       auto got = random_vector(static_cast<std::size_t>(n_tokens) * n_heads * head_size, rng);
       auto want = got;
       std::vector<std::int32_t> positions(n_tokens);
       for (auto& p : positions) p = pos_dist(rng);
-      ops::rope(got.data(), positions.data(), n_tokens, n_heads, head_size, 10000.0f);
+      std::vector<float> inv_freq(half), cos(static_cast<std::size_t>(n_tokens) * half), sin(cos.size());
+      for (int i = 0; i < half; ++i) inv_freq[i] = 1.0f / std::pow(10000.0f, (2 * i) / static_cast<float>(head_size));
+      ops::rope_angles(cos.data(), sin.data(), positions.data(), n_tokens, inv_freq.data(), half);
+      ops::rope(got.data(), cos.data(), sin.data(), n_tokens, n_heads, head_size, rope_style::interleaved);
       reference::rope(want.data(), positions.data(), n_tokens, n_heads, head_size, 10000.0f);
-      expect_close(got, want, 1);
+      std::vector<float> want_halves(want.size());
+      for (std::size_t h = 0; h < want.size() / head_size; ++h)
+        for (int i = 0; i < half; ++i) {
+          want_halves[h * head_size + i] = want[h * head_size + 2 * i];
+          want_halves[h * head_size + half + i] = want[h * head_size + 2 * i + 1];
+        }
+      expect_close(got, want_halves, 1);
     }
 }
 
@@ -319,25 +330,28 @@ TEST(kernels, rope_table_matches_reference_both_styles) {
       }
 }
 
-// Rotate-half RoPE on a head is interleaved RoPE on the head with its rows permuted, which is what
-// lets the llama2.c -> HF converter permute Wq/Wk instead of changing the arithmetic.
-TEST(kernels, rope_neox_is_interleaved_under_the_hf_permutation) {
+// Interleaved RoPE on a head equals rotate-half RoPE on the head with its rows permuted as the
+// llama2.c -> HF converter permutes Wq/Wk, bit for bit (both write rotate-half order).
+TEST(kernels, rope_interleaved_equals_neox_under_the_hf_permutation) {
   std::mt19937 rng(8);
-  const int head_size = 16, half = 8, n_heads = 2;
-  const std::int32_t pos[] = {37};
-  std::vector<float> inv_freq(half);
+  const int head_size = 16, half = 8, n_heads = 2, n_tokens = 3;
+  const std::int32_t pos[n_tokens] = {0, 37, 1000};
+  std::vector<float> inv_freq(half), cos(n_tokens * half), sin(cos.size());
   for (int i = 0; i < half; ++i) inv_freq[i] = 1.0f / std::pow(10000.0f, 2.0f * i / head_size);
-  auto inter = random_vector(n_heads * head_size, rng);
+  ops::rope_angles(cos.data(), sin.data(), pos, n_tokens, inv_freq.data(), half);
+  auto inter = random_vector(n_tokens * n_heads * head_size, rng);
   std::vector<float> neox(inter.size());
-  for (int h = 0; h < n_heads; ++h)
+  for (int th = 0; th < n_tokens * n_heads; ++th)
     for (int j = 0; j < 2; ++j)
-      for (int i = 0; i < half; ++i) neox[h * head_size + j * half + i] = inter[h * head_size + 2 * i + j];
-  reference::rope(inter.data(), pos, 1, n_heads, head_size, inv_freq.data(), rope_style::interleaved);
-  reference::rope(neox.data(), pos, 1, n_heads, head_size, inv_freq.data(), rope_style::neox);
-  for (int h = 0; h < n_heads; ++h)
-    for (int j = 0; j < 2; ++j)
-      for (int i = 0; i < half; ++i)
-        EXPECT_EQ(neox[h * head_size + j * half + i], inter[h * head_size + 2 * i + j]);
+      for (int i = 0; i < half; ++i) neox[th * head_size + j * half + i] = inter[th * head_size + 2 * i + j];
+  auto ref_inter = inter, ref_neox = neox;
+  ops::rope(inter.data(), cos.data(), sin.data(), n_tokens, n_heads, head_size, rope_style::interleaved);
+  ops::rope(neox.data(), cos.data(), sin.data(), n_tokens, n_heads, head_size, rope_style::neox);
+  reference::rope(ref_inter.data(), pos, n_tokens, n_heads, head_size, inv_freq.data(), rope_style::interleaved);
+  reference::rope(ref_neox.data(), pos, n_tokens, n_heads, head_size, inv_freq.data(), rope_style::neox);
+  EXPECT_EQ(inter, neox);
+  EXPECT_EQ(ref_inter, ref_neox);
+  EXPECT_EQ(inter, ref_inter);
 }
 
 // Exact widening and round-to-nearest-even narrowing, including subnormals, overflow and NaN.
@@ -351,7 +365,9 @@ TEST(kernels, half_conversions_round_trip_and_round_to_nearest_even) {
     }
     ASSERT_EQ(f32_to_f16(f), bits) << "f16 0x" << std::hex << h;
     const float b = bf16_to_f32(bits);
-    if (!std::isnan(b)) ASSERT_EQ(f32_to_bf16(b), bits) << "bf16 0x" << std::hex << h;
+    if (!std::isnan(b)) {
+      ASSERT_EQ(f32_to_bf16(b), bits) << "bf16 0x" << std::hex << h;
+    }
   }
   EXPECT_EQ(f32_to_f16(65504.0f), 0x7bff);
   EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);                 // rounds up to infinity

@@ -1,0 +1,31 @@
+#pragma once
+// Everything the server needs from the files a user points it at: weights, tokenizer, and the chat
+// template with its special tokens. One loader for every format (llama2.c .bin + tokenizer .bin, or a
+// Hugging Face folder with tokenizer.json and tokenizer_config.json).
+#include <expected>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "pagedserve/chat_template.hpp"
+#include "pagedserve/config.hpp"
+#include "pagedserve/model.hpp"
+#include "pagedserve/tokenizer.hpp"
+
+namespace pagedserve {
+
+struct chat_setup {
+  chat_template renderer;
+  std::optional<std::string> bos_token, eos_token;  // as the template names them
+};
+
+struct served_model {
+  std::shared_ptr<const model> weights;
+  std::shared_ptr<const tokenizer> vocabulary;
+  std::shared_ptr<const chat_setup> chat;  // null: the model has no chat template
+};
+
+// paths.model empty: the built-in demo model. Errors name the file and what is wrong with it.
+std::expected<served_model, std::string> served_model_load(const model_paths& paths);
+
+}  // namespace pagedserve

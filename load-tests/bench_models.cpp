@@ -1,0 +1,198 @@
+// Load time, resident memory and decode speed of Hugging Face models at real shapes with random
+// weights (bf16 on disk, kept bf16 in memory): Qwen3-0.6B's shape and a scaled-down Qwen3-MoE.
+// Folders are generated once into $PAGEDSERVE_BENCH_DIR (default /tmp/pagedserve_bench_models).
+//
+//   ./build/load-tests/bench_models                      # both models, 1 and 16 streams
+//   ./build/load-tests/bench_models --benchmark_filter=moe
+//
+// Before the benchmarks it prints, per model: load seconds, RSS after load (file-backed pages are
+// only touched by the first forward pass, so it is small) and RSS after one decode step. Each
+// benchmark iteration is one decode step of `streams` sequences; tok/s counts their tokens, and
+// "GB/s" is the weight bytes a step must read (every matrix once; for MoE only the experts the
+// step's tokens chose) divided by the step time.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <algorithm>
+#include <string>
+
+#include "pagedserve/forward.hpp"
+#include "pagedserve/hf_model.hpp"
+#include "pagedserve/kv_cache.hpp"
+
+namespace {
+
+using namespace pagedserve;
+
+struct bench_model {
+  std::string name;
+  model_config config;
+  std::shared_ptr<const model> weights;
+};
+
+model_config qwen3_0_6b() {
+  model_config c;
+  c.architecture = "Qwen3ForCausalLM";
+  c.dim = 1024, c.hidden_dim = 3072, c.n_layers = 28, c.n_heads = 16, c.n_kv_heads = 8, c.head_dim = 128;
+  c.vocab_size = 151936, c.seq_len = 40960, c.rope_theta = 1e6f, c.rms_norm_eps = 1e-6f, c.shared_classifier = true;
+  return c;
+}
+
+// Qwen3-30B-A3B's expert layout (64 -> 128 experts there, top-8, 768-wide experts) scaled to fit.
+model_config qwen3_moe_small() {
+  model_config c;
+  c.architecture = "Qwen3MoeForCausalLM";
+  c.dim = 1024, c.n_layers = 8, c.n_heads = 16, c.n_kv_heads = 4, c.head_dim = 128;
+  c.n_experts = 64, c.n_experts_used = 8, c.expert_hidden_dim = 256, c.norm_topk_prob = true;
+  c.vocab_size = 151936, c.seq_len = 40960, c.rope_theta = 1e6f, c.rms_norm_eps = 1e-6f, c.shared_classifier = false;
+  return c;
+}
+
+// kB of a /proc/self/status field (VmRSS, RssAnon, RssFile).
+long status_kb(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(field + ":", 0) == 0) return std::strtol(line.c_str() + field.size() + 1, nullptr, 10);
+  return -1;
+}
+
+std::string rss_text() {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "RSS %.0f MiB (anon %.0f, file %.0f)", status_kb("VmRSS") / 1024.0,
+                status_kb("RssAnon") / 1024.0, status_kb("RssFile") / 1024.0);
+  return buf;
+}
+
+constexpr int block_size = 16;
+constexpr int context = 128;  // positions cycle through [prefix, context) so the KV pool stays small
+constexpr int prefix = 32;
+
+// Runs decode steps for `streams` sequences, each with its own blocks; positions advance per step.
+class decoder {
+ public:
+  decoder(const model& m, int streams)
+      : m_(m), streams_(streams), cache_(m.config.n_layers, streams * context / block_size, block_size, m.config.kv_dim()),
+        fwd_(m, *kernels::kernel_table_select(), std::max(streams, prefix)) {
+    for (int s = 0; s < streams; ++s) {  // fill each sequence's first `prefix` positions
+      step_batch b = batch_for(s, 0, prefix);
+      fwd_.run(b, cache_);
+    }
+    pos_ = prefix;
+  }
+
+  void step() {
+    step_batch b;
+    for (int s = 0; s < streams_; ++s) append(b, s, pos_, 1);
+    fwd_.run(b, cache_);
+    if (++pos_ == context) pos_ = prefix;
+  }
+
+  // Bytes of weights one decode step reads: the chosen experts are approximated by all experts any
+  // token could pick (min(streams * top_k, n_experts)) per MoE layer.
+  double bytes_per_step() const {
+    const model_config& c = m_.config;
+    double total = static_cast<double>(m_.classifier.n_bytes());
+    for (const layer_weights& l : m_.layers) {
+      total += static_cast<double>(l.wq.n_bytes() + l.wk.n_bytes() + l.wv.n_bytes() + l.wo.n_bytes());
+      if (!l.is_moe()) {
+        total += static_cast<double>(l.w_gate.n_bytes() + l.w_up.n_bytes() + l.w_down.n_bytes());
+        continue;
+      }
+      const int used = std::min(streams_ * c.n_experts_used, c.n_experts);
+      const auto& e = l.experts[0];
+      total += static_cast<double>(l.router.n_bytes()) + used * static_cast<double>(e.gate.n_bytes() + e.up.n_bytes() + e.down.n_bytes());
+    }
+    return total;
+  }
+
+ private:
+  void append(step_batch& b, int s, int first, int count) const {
+    const int blocks_per_seq = context / block_size;
+    if (b.seq_block_offset.size() <= static_cast<std::size_t>(s)) b.seq_block_offset.resize(s + 1, 0);
+    b.seq_block_offset[s] = static_cast<std::int32_t>(b.block_tables.size());
+    for (int k = 0; k < blocks_per_seq; ++k) b.block_tables.push_back(s * blocks_per_seq + k);
+    for (int p = first; p < first + count; ++p) {
+      b.logits_rows.push_back(b.n_tokens());
+      b.tokens.push_back((p * 7919 + s * 104729) % m_.config.vocab_size);
+      b.positions.push_back(p);
+      b.seq_of_token.push_back(static_cast<std::int32_t>(b.seq_block_offset.size() - 1));
+      b.slots.push_back((s * blocks_per_seq + p / block_size) * block_size + p % block_size);
+    }
+  }
+  step_batch batch_for(int s, int first, int count) const {
+    step_batch b;
+    append(b, s, first, count);
+    b.seq_of_token.assign(b.tokens.size(), 0);
+    b.seq_block_offset = {0};
+    return b;
+  }
+
+  const model& m_;
+  int streams_;
+  kv_cache cache_;
+  forward_pass fwd_;
+  int pos_ = 0;
+};
+
+void bench_decode(benchmark::State& state, const bench_model* bm, int streams) {
+  decoder d(*bm->weights, streams);
+  for (auto _ : state) d.step();
+  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(streams), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GB/s"] = benchmark::Counter(d.bytes_per_step() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+std::vector<bench_model>& models() {
+  static std::vector<bench_model> v;
+  return v;
+}
+
+void prepare(const std::filesystem::path& root) {
+  for (auto [name, config] : {std::pair{"qwen3_0.6b_shape", qwen3_0_6b()}, std::pair{"qwen3_moe_64x8", qwen3_moe_small()}}) {
+    const auto dir = root / name;
+    if (!std::filesystem::exists(dir / "config.json")) {
+      std::printf("writing %s (random bf16 weights)...\n", dir.c_str());
+      std::fflush(stdout);
+      if (auto r = hf_folder_write_random(dir, config, dtype::bf16, 1); !r) {
+        std::fprintf(stderr, "bench_models: %s\n", r.error().c_str());
+        std::exit(1);
+      }
+    }
+    const std::string before = rss_text();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto m = hf_model_load(dir);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!m) {
+      std::fprintf(stderr, "bench_models: %s\n", m.error().c_str());
+      std::exit(1);
+    }
+    const std::string after_load = rss_text();
+    { decoder(**m, 1).step(); }  // touches every dense weight once (and the experts the tokens chose)
+    std::printf("%-18s load %.3f s | before: %s | after load: %s | after first steps: %s | file %.0f MiB\n", name,
+                seconds, before.c_str(), after_load.c_str(), rss_text().c_str(),
+                std::filesystem::file_size(dir / "model.safetensors") / 1048576.0);
+    models().push_back({name, config, std::move(*m)});
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* dir = std::getenv("PAGEDSERVE_BENCH_DIR");
+  prepare(dir ? dir : "/tmp/pagedserve_bench_models");
+  for (const bench_model& bm : models())
+    for (int streams : {1, 16})
+      benchmark::RegisterBenchmark(("decode/" + bm.name + "/streams:" + std::to_string(streams)).c_str(), bench_decode,
+                                   &bm, streams)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(3.0);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
