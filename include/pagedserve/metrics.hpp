@@ -105,6 +105,8 @@ struct engine_gauges {
   double kv_cache_usage = 0;        // fraction of KV blocks in use, 0..1
   std::uint64_t preemptions = 0;    // cumulative
   std::uint64_t steps = 0;          // engine steps so far
+  std::uint64_t prefix_cache_queries = 0;  // cumulative prompt tokens looked up in the prefix cache
+  std::uint64_t prefix_cache_hits = 0;     // of which found cached
 };
 
 // The serving metrics with vLLM's meanings, recorded by request actors (per-request timings) and

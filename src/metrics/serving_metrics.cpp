@@ -53,9 +53,9 @@ serving_metrics::serving_metrics(int max_model_len)
       kv_usage_(registry_.gauge("pagedserve:kv_cache_usage_perc", "Fraction of KV-cache blocks in use (0 to 1).")),
       preemptions_(registry_.counter("pagedserve:num_preemptions_total", "Cumulative number of preemptions.")),
       prefix_queries_(registry_.counter("pagedserve:prefix_cache_queries_total",
-                                        "Prefix-cache lookups, in tokens (0 until prefix caching lands).")),
+                                        "Prefix-cache lookups, in prompt tokens.")),
       prefix_hits_(registry_.counter("pagedserve:prefix_cache_hits_total",
-                                     "Prefix-cache hits, in tokens (0 until prefix caching lands).")),
+                                     "Prefix-cache hits, in prompt tokens found cached.")),
       prompt_tokens_(registry_.counter("pagedserve:prompt_tokens_total", "Number of prefill tokens processed.")),
       generation_tokens_(registry_.counter("pagedserve:generation_tokens_total",
                                            "Number of generation tokens processed.")),
@@ -114,6 +114,8 @@ std::string serving_metrics::render(const engine_gauges& g, std::string_view mod
   kv_usage_.set(g.kv_cache_usage);
   preemptions_.store(static_cast<double>(g.preemptions));
   steps_.store(static_cast<double>(g.steps));
+  prefix_queries_.store(static_cast<double>(g.prefix_cache_queries));
+  prefix_hits_.store(static_cast<double>(g.prefix_cache_hits));
   return registry_.render("model_name=\"" + metrics_escape_label(model_name) + "\"");
 }
 

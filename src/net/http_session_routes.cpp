@@ -61,6 +61,8 @@ std::string health_body(const engine& e, const engine_status& s) {
          std::to_string(s.scheduler.waiting) + R"(,"kv_blocks_total":)" + std::to_string(s.kv.blocks_total) +
          R"(,"kv_blocks_free":)" + std::to_string(s.kv.blocks_free) + R"(,"kv_block_size":)" +
          std::to_string(s.kv.block_size) + R"(,"kv_sequences":)" + std::to_string(s.kv.sequences) +
+         R"(,"kv_blocks_cached":)" + std::to_string(s.kv.blocks_cached) + R"(,"prefix_cache_queries":)" +
+         std::to_string(s.kv.prefix_cache_queries) + R"(,"prefix_cache_hits":)" + std::to_string(s.kv.prefix_cache_hits) +
          R"(,"preemptions":)" + std::to_string(s.scheduler.preemptions) + R"(,"steps":)" +
          std::to_string(s.scheduler.steps) + R"(,"rss_bytes":)" + std::to_string(resident_bytes()) +
          R"(,"version":")" PAGEDSERVE_VERSION R"("})";
@@ -185,6 +187,8 @@ void http_session::serve_status(bool metrics) {
                              : 0.0;
       g.preemptions = s.scheduler.preemptions;
       g.steps = s.scheduler.steps;
+      g.prefix_cache_queries = s.kv.prefix_cache_queries;
+      g.prefix_cache_hits = s.kv.prefix_cache_hits;
       self->respond(http::status::ok, "text/plain; version=0.0.4; charset=utf-8",
                     self->engine_.metrics().render(g, self->served_name()));
     });
