@@ -10,7 +10,6 @@ namespace {
 
 std::vector<token_id> stop_ids_for(const model& m, const tokenizer& tok, const chat_setup* chat) {
   std::vector<token_id> ids(m.generation.eos_token_ids.begin(), m.generation.eos_token_ids.end());
-  if (m.generation.eos_token_ids.empty()) ids.push_back(tok.bos_id());  // llama2.c: run.c stops on BOS
   ids.push_back(tok.eos_id());
   if (chat && chat->eos_token)
     if (auto id = tok.token_to_id(*chat->eos_token)) ids.push_back(*id);

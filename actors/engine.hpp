@@ -39,8 +39,8 @@ class engine {
   request_id next_request_id() { return request_id{next_id_.fetch_add(1) + 1}; }
   // Tokens one sequence may hold: the model's context, and never more than the whole KV pool.
   int max_sequence_tokens() const;
-  // Ids that end generation: generation_config's EOS ids, the tokenizer's EOS and the chat template's
-  // end-of-turn token; llama2.c models (no generation_config) also stop on BOS, as run.c does.
+  // Ids that end generation: the model's EOS ids (llama2.c checkpoints list BOS too, as run.c stops
+  // on it), the tokenizer's EOS and the chat template's end-of-turn token.
   const std::vector<token_id>& stop_token_ids() const { return stop_ids_; }
   const chat_setup* chat() const { return chat_.get(); }
 

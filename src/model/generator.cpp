@@ -50,7 +50,8 @@ generation generate_sequence(const model& m, const tokenizer& tok, const kernels
 
     const token_id next = sample.sample(logits, c.vocab_size);
     g.generated.push_back(next);
-    const bool is_stop = !params.ignore_eos && (next == tok.bos_id() || next == tok.eos_id());
+    const auto& eos = m.generation.eos_token_ids;
+    const bool is_stop = !params.ignore_eos && (next == tok.eos_id() || std::find(eos.begin(), eos.end(), next) != eos.end());
     if (is_stop) {
       g.stopped = true;
       break;

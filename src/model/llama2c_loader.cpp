@@ -105,7 +105,7 @@ std::expected<std::shared_ptr<const model>, std::string> llama2c_model_load(cons
   assign_tensors(*m, reinterpret_cast<const float*>(bytes.data() + header_words * sizeof(std::int32_t)));
   m->storage.push_back(std::make_shared<mapped_file>(std::move(*file)));
   m->generation.bos_token_id = 1;  // llama2.c's SentencePiece vocabularies: <s> = 1, </s> = 2
-  m->generation.eos_token_ids = {2};
+  m->generation.eos_token_ids = {1, 2};  // run.c ends a sequence when it samples BOS; EOS ends it too
   return m;
 }
 
@@ -119,7 +119,7 @@ std::expected<std::shared_ptr<const model>, std::string> llama2c_model_from_floa
   const float* words = m->keep(std::move(file_words));
   assign_tensors(*m, words + header_words);
   m->generation.bos_token_id = 1;
-  m->generation.eos_token_ids = {2};
+  m->generation.eos_token_ids = {1, 2};
   return m;
 }
 
