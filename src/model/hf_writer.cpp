@@ -144,8 +144,12 @@ std::expected<void, std::string> hf_folder_write_from_llama2c(const std::filesys
 
   if (auto r = safetensors_write(out_dir / "model.safetensors", entries, {{"format", "pt"}}); !r) return r;
   if (auto r = write_text(out_dir / "config.json", hf_config_json(c, t)); !r) return r;
-  // llama2.c's SentencePiece vocabularies: <s> = 1, </s> = 2.
-  return write_text(out_dir / "generation_config.json", "{\n  \"bos_token_id\": 1,\n  \"eos_token_id\": 2\n}\n");
+  // llama2.c's SentencePiece vocabularies: <s> = 1, </s> = 2. The stop ids are the llama2.c loader's
+  // (run.c also ends a sequence when it samples BOS), so both loaders serve the weights identically.
+  std::string stops;
+  for (int id : m.generation.eos_token_ids) stops += (stops.empty() ? "" : ", ") + std::to_string(id);
+  return write_text(out_dir / "generation_config.json",
+                    "{\n  \"bos_token_id\": 1,\n  \"eos_token_id\": [" + stops + "]\n}\n");
 }
 
 namespace {

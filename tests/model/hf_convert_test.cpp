@@ -66,9 +66,10 @@ TEST_F(stories_converted, is_a_genuine_hf_llama_folder) {
   EXPECT_EQ((*m)->config.architecture, "LlamaForCausalLM");
   EXPECT_EQ((*m)->config.rope, kernels::rope_style::neox);
   EXPECT_TRUE((*m)->config.shared_classifier);
-  EXPECT_EQ((*m)->generation.eos_token_ids, std::vector<int>{2});
   auto original = model_load_any(ckpt_);
   ASSERT_TRUE(original.has_value());
+  EXPECT_EQ((*m)->generation.eos_token_ids, (*original)->generation.eos_token_ids);  // same stop behaviour
+  EXPECT_EQ((*m)->generation.bos_token_id, 1);
   EXPECT_EQ((*original)->config.rope, kernels::rope_style::interleaved);
 }
 
@@ -105,6 +106,7 @@ TEST_F(stories_converted, greedy_ids_match_run_c_for_every_golden_case) {
     const auto prompt = (*tok)->encode(c.prompt, true);
     const generation g = generate_sequence(**m, **tok, *kernels::kernel_table_select(), prompt, greedy, 0);
     EXPECT_EQ(std::vector<int>(g.generated.begin(), g.generated.end()), c.generated_ids);
+    EXPECT_EQ(g.stopped, c.stopped_on_bos);
   }
 }
 

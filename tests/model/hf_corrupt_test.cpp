@@ -135,9 +135,9 @@ TEST_F(hf_corrupt, missing_or_misshapen_tensors_are_named) {
   write();
   expect_error({"missing tensor 'model.layers.1.self_attn.k_norm.weight'", "Qwen3ForCausalLM"});
   tensors_ = test::spec_random_tensors(spec_, dtype::bf16, 3);
-  tensors_["model.layers.0.mlp.up_proj.weight"].shape = {20, 80};  // same element count, wrong shape
+  tensors_["model.layers.0.mlp.up_proj.weight"].shape = {16, 80};  // same element count, wrong shape
   write();
-  expect_error({"model.layers.0.mlp.up_proj.weight", "[20, 80]", "expected [40, 32]"});
+  expect_error({"model.layers.0.mlp.up_proj.weight", "[16, 80]", "expected [40, 32]"});
   tensors_ = test::spec_random_tensors(spec_, dtype::bf16, 3);
   spec_.tied = false;  // config now wants lm_head.weight, which the folder lacks
   write();
