@@ -2,6 +2,7 @@
 // templates call strip(), split(), title() and slicing on message text, so these work per code
 // point and use Python's definitions (Unicode whitespace for strip, for example: the Llama 3
 // template trims message content). Case mapping covers ASCII, Latin-1, Greek and Cyrillic.
+#include "pagedserve/utf8.hpp"
 #include <algorithm>
 #include <cstdio>
 
@@ -74,21 +75,7 @@ std::uint32_t utf8_decode(std::string_view ch) {
 
 std::string utf8_encode(std::uint32_t cp) {
   std::string out;
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
+  utf8_append(out, static_cast<char32_t>(cp));
   return out;
 }
 

@@ -3,6 +3,7 @@
 // runs them: added tokens are split off the raw text, each remaining segment is normalized,
 // pre-tokenized into words, and each word goes through the BPE model. Decoding maps every id to the
 // bytes it stands for once at load time, so decode_piece is a table lookup.
+#include "pagedserve/utf8.hpp"
 #include <simdjson.h>
 
 #include <array>
@@ -38,7 +39,6 @@ bool json_has(simdjson::dom::element e, std::string_view key);
 // The code point starting at s[pos] and its length in bytes; an invalid byte comes out as
 // U+FFFD with length 1 (callers only see text that passed utf8_sanitize, except byte-level words).
 std::pair<char32_t, std::size_t> utf8_next(std::string_view s, std::size_t pos);
-void utf8_append(std::string& out, char32_t cp);
 // Valid UTF-8 copies of s: each maximal invalid subpart becomes U+FFFD (as the detokenizer does).
 std::string utf8_sanitize(std::string_view s);
 bool utf8_valid(std::string_view s);
