@@ -38,7 +38,7 @@ engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const mod
       executor_(model_, executor_options{config.kv_blocks, config.block_size, config.max_num_batched_tokens,
                                          config.threads, kernels::kernel_table_select(config.kernels)}) {
   kv_.connect(scheduler_);
-  scheduler_.connect(kv_, executor_);
+  scheduler_.connect(kv_, executor_, &metrics_);
   executor_.connect(scheduler_);
 }
 

@@ -27,7 +27,9 @@ void executor_actor::on(execute_step m) {
   for (request_id id : m.dropped) samplers_.erase(id);
   for (const sequence_started& s : m.started) samplers_.insert_or_assign(s.id, sampler(*s.params, s.seed, s.prompt));
 
-  step_executed reply{m.step, {}};
+  for (const auto& [from, to] : m.block_copies) cache_.copy_block(from, to);
+
+  step_executed reply{m.step, {}, {}};
   reply.sampled.reserve(m.sample_for.size());
   arena_.execute([&] {
     float* logits = forward_.run(*m.batch, cache_);

@@ -5,6 +5,7 @@
 //          plan order until one cannot get its blocks (admissions reuse cached prefix blocks first);
 //          commit_blocks (scheduler) -> computed full blocks enter the prefix cache;
 //          free_sequences (scheduler) -> no reply;
+//          a granted step_allocated lists the copy-on-write block copies the executor makes first;
 //          report_kv_status (network edge) -> calls its reply with the pool's figures.
 // Invariants: checked after every free (no leak, no double free, refcounts match tables).
 #include <spdlog/logger.h>
@@ -26,6 +27,7 @@ class kv_allocator_actor : public actor<kv_allocator_actor, kv_allocator_mailbox
 
  private:
   block_manager blocks_;
+  std::vector<block_manager::block_copy> copies_;  // made for the step being allocated, not yet sent
   mailbox_ref<scheduler_mailbox>* scheduler_ = nullptr;
   std::shared_ptr<spdlog::logger> log_;
 };

@@ -1,6 +1,7 @@
 #pragma once
 // Every message between the four actors, grouped by the mailbox that accepts it. Commands are
 // imperatives, events past tense; each carries its request_id or step_id so stale replies are dropped.
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -42,11 +43,13 @@ using request_mailbox =
 // ---- SchedulerActor mailbox ----
 struct submit_request {  // from a RequestActor
   request_id id;
+  std::optional<sample_group> group;
   std::uint64_t cache_salt = 0;
   std::vector<token_id> prompt;
   std::shared_ptr<const sampling_params> params;
   std::vector<token_id> stop_ids;
   std::shared_ptr<mailbox_ref<request_mailbox>> reply_to;
+  std::chrono::steady_clock::time_point arrived;  // when the client's request was accepted
 };
 struct finish_request {  // from a RequestActor: the client cancelled or a stop string matched
   request_id id;
@@ -57,6 +60,7 @@ struct step_allocated {  // from the KvAllocatorActor
   std::optional<std::size_t> refused;           // first chunk that got no blocks (none: all granted)
   std::vector<std::vector<std::int32_t>> tables;  // block table of each granted chunk's sequence, plan order
   std::vector<int> n_cached;                      // per granted chunk: prompt tokens found in the prefix cache
+  std::vector<std::pair<std::int32_t, std::int32_t>> block_copies;  // {from, to}: copy before the step
 };
 struct step_executed {  // from the ExecutorActor
   step_id step;
@@ -76,13 +80,18 @@ using scheduler_mailbox =
     std::variant<submit_request, finish_request, step_allocated, step_executed, report_scheduler_status>;
 
 // ---- KvAllocatorActor mailbox (sent by the scheduler, and /health) ----
-// One chunk's blocks. A running sequence must hold n_tokens tokens after the step. An admission first
-// reuses the cached prefix of `tokens`, then gets room for n_tokens more (at most up to its length).
+// One chunk's blocks. A running sequence must hold n_tokens tokens after the step and writes from
+// first_write on. An admission first reuses the cached prefix of `tokens` (or, with fork_from, shares
+// that sequence's blocks of its first fork_tokens tokens and recomputes the last one), then gets room
+// for n_tokens more (at most up to its length).
 struct kv_need {
   request_id id;
   int n_tokens = 0;
+  int first_write = 0;
   std::shared_ptr<const std::vector<token_id>> tokens;  // admissions only
   std::uint64_t cache_salt = 0;
+  std::optional<request_id> fork_from;
+  int fork_tokens = 0;
 };
 struct allocate_step {
   step_id step;
@@ -108,6 +117,8 @@ struct kv_pool_status {
   int sequences = 0;
   std::uint64_t prefix_cache_queries = 0;  // prompt tokens looked up
   std::uint64_t prefix_cache_hits = 0;     // of which found in the cache
+  std::uint64_t forks = 0;                 // samples that shared another's prompt blocks
+  std::uint64_t block_copies = 0;          // copy-on-write block copies
 };
 struct report_kv_status {
   std::function<void(kv_pool_status)> reply;
@@ -127,6 +138,7 @@ struct execute_step {
   std::vector<request_id> sample_for;       // sequence of each logits row
   std::vector<sequence_started> started;    // sequences new to the executor this step
   std::vector<request_id> dropped;          // sequences the executor can forget
+  std::vector<std::pair<std::int32_t, std::int32_t>> block_copies;  // {from, to}, made before the forward
 };
 using executor_mailbox = std::variant<execute_step>;
 

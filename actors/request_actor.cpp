@@ -68,8 +68,8 @@ void request_actor::on(start_generation) {
   log_->debug("[{}] client id '{}', {} prompt tokens, max_tokens {}", id_.value, command_.id, n_prompt, p.max_tokens);
   submitted_ = true;
   const std::uint64_t salt = p.cache_salt.empty() ? 0 : std::hash<std::string>{}(p.cache_salt);
-  engine_.scheduler().tell(submit_request{id_, salt, std::move(prompt), std::make_shared<const sampling_params>(p),
-                                          engine_.stop_token_ids(), shared_from_this()});
+  engine_.scheduler().tell(submit_request{id_, command_.group, salt, std::move(prompt), std::make_shared<const sampling_params>(p),
+                                          engine_.stop_token_ids(), shared_from_this(), accepted_at_});
 }
 
 void request_actor::on(cancel_generation) {

@@ -17,11 +17,17 @@ void scheduler_actor::on(submit_request m) {
   s.params = std::move(m.params);
   s.stop_ids = std::move(m.stop_ids);
   s.cache_salt = m.cache_salt;
+  if (m.group && m.group->size > 1) {
+    auto [g, first] = groups_.try_emplace(m.group->key, open_group{m.id, m.group->size});
+    if (!first) s.fork_of = g->second.first;
+    if (--g->second.to_come == 0) groups_.erase(g);
+  }
   if (!policy_.add(std::move(s))) {
     m.reply_to->tell(request_rejected{m.id, "queue_full", "the server's waiting queue is full; retry later"});
     return;
   }
   reply_to_[m.id] = std::move(m.reply_to);
+  never_scheduled_[m.id] = m.arrived;
   start_step_if_idle();
 }
 
@@ -46,11 +52,12 @@ void scheduler_actor::request_allocation() {
   allocate_step m{step_, {}};
   m.needs.reserve(plan_.size());
   for (const step_chunk& c : plan_) {
-    if (c.admitted) {  // the allocator looks its tokens up in the prefix cache first
+    if (c.admitted) {  // the allocator looks its tokens up in the prefix cache first (or forks)
       const sequence* s = policy_.find(c.id);
-      m.needs.push_back({c.id, c.n_tokens, std::make_shared<const std::vector<token_id>>(s->tokens), s->cache_salt});
+      m.needs.push_back({c.id, c.n_tokens, 0, std::make_shared<const std::vector<token_id>>(s->tokens), s->cache_salt,
+                         c.fork_from, s->n_prompt});
     } else {
-      m.needs.push_back({c.id, c.first + c.n_tokens, nullptr, 0});
+      m.needs.push_back({c.id, c.first + c.n_tokens, c.first, nullptr, 0, std::nullopt, 0});
     }
   }
   kv_->tell(std::move(m));
@@ -72,9 +79,16 @@ void scheduler_actor::on(step_allocated m) {
   }
   ps_check(m.tables.size() == plan_.size() && m.n_cached.size() == plan_.size(),
            "allocator granted a different number of chunks than planned");
-  for (std::size_t i = 0; i < plan_.size(); ++i)
-    if (plan_[i].admitted) policy_.on_admission_cached(plan_, i, m.n_cached[i]);
-  execute_step e{step_, build_batch(m.tables), {}, {}, std::move(dropped_)};
+  const auto now = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < plan_.size(); ++i) {
+    if (!plan_[i].admitted) continue;
+    policy_.on_admission_cached(plan_, i, m.n_cached[i]);
+    if (auto q = never_scheduled_.find(plan_[i].id); q != never_scheduled_.end()) {
+      if (metrics_) metrics_->on_scheduled(now - q->second);
+      never_scheduled_.erase(q);
+    }
+  }
+  execute_step e{step_, build_batch(m.tables), {}, {}, std::move(dropped_), std::move(m.block_copies)};
   dropped_.clear();
   for (const step_chunk& c : plan_) {
     if (c.samples) e.sample_for.push_back(c.id);
@@ -149,6 +163,7 @@ void scheduler_actor::deliver(std::vector<sequence_update>& updates,
     if (!u.finished) continue;
     it->second->tell(request_finished{u.id, *u.finished, u.used});
     reply_to_.erase(it);
+    never_scheduled_.erase(u.id);
     if (known_to_executor_.erase(u.id)) dropped_.push_back(u.id);
     log_->debug("[{}] finished: {}", u.id.value, finish_reason_name(*u.finished));
   }

@@ -5,7 +5,8 @@
 //
 // Mailbox: submit_request, finish_request (request actors); step_allocated (KvAllocator);
 //          step_executed (Executor); report_scheduler_status (network edge).
-// Replies request_rejected at once when the waiting queue is full.
+// Replies request_rejected at once when the waiting queue is full. Samples of one prompt (n > 1) are
+// tied to the first of them to arrive, whose prompt blocks they fork once it has computed them.
 // Replies: tokens_generated / request_finished to each request's reply_to; free_sequences to the
 //          allocator when sequences finish or are preempted (only between steps, never while the
 //          executor may still write their blocks).
@@ -16,6 +17,7 @@
 #include <unordered_set>
 
 #include "actors/messages.hpp"
+#include "pagedserve/metrics.hpp"
 #include "pagedserve/scheduler_policy.hpp"
 
 namespace pagedserve {
@@ -23,9 +25,11 @@ namespace pagedserve {
 class scheduler_actor : public actor<scheduler_actor, scheduler_mailbox> {
  public:
   scheduler_actor(const boost::asio::any_io_executor& ex, scheduler_limits limits, int block_size);
-  void connect(mailbox_ref<kv_allocator_mailbox>& kv, mailbox_ref<executor_mailbox>& executor) {
+  void connect(mailbox_ref<kv_allocator_mailbox>& kv, mailbox_ref<executor_mailbox>& executor,
+               serving_metrics* metrics = nullptr) {
     kv_ = &kv;
     executor_ = &executor;
+    metrics_ = metrics;
   }
 
   void on(submit_request m);
@@ -45,13 +49,21 @@ class scheduler_actor : public actor<scheduler_actor, scheduler_mailbox> {
   int block_size_;
   mailbox_ref<kv_allocator_mailbox>* kv_ = nullptr;
   mailbox_ref<executor_mailbox>* executor_ = nullptr;
+  serving_metrics* metrics_ = nullptr;  // queue time (null in tests that need no metrics)
 
   bool step_in_flight_ = false;
   step_id step_{0};
   std::vector<step_chunk> plan_;  // the step in flight
   std::unordered_map<request_id, std::shared_ptr<mailbox_ref<request_mailbox>>> reply_to_;
+  std::unordered_map<request_id, std::chrono::steady_clock::time_point> never_scheduled_;  // arrival times
   std::unordered_set<request_id> known_to_executor_;
   std::vector<request_id> dropped_;  // finished sequences the executor may forget, sent with the next step
+  // Sample groups (n > 1) still expecting members: the first member's id and how many are to come.
+  struct open_group {
+    request_id first;
+    int to_come = 0;
+  };
+  std::unordered_map<std::uint64_t, open_group> groups_;
   std::mt19937_64 seed_source_{std::random_device{}()};
   std::shared_ptr<spdlog::logger> log_;
 };

@@ -7,6 +7,10 @@
 // reuses it instead of recomputing. Blocks whose refcount drops to 0 join the free queue at its tail
 // but keep their hash until they are taken from its head for new data (LRU eviction); a hit on a
 // free cached block takes it back out of the queue.
+//
+// Parallel sampling: fork() gives a new sequence the blocks holding another's prompt, every one shared
+// by reference count. A write into a shared block copies it first (copy on write): ensure_capacity
+// hands back the block copies the executor must make before the step's forward pass.
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -25,7 +29,17 @@ class block_manager {
   // Starts a sequence's table with the cached blocks that hold a prefix of `tokens` (never the last
   // token: its logits must be computed). Returns how many tokens those blocks hold.
   int match_prefix(request_id seq, std::span<const token_id> tokens, std::uint64_t salt);
-  // Grows the sequence's table to hold n_tokens tokens. All or nothing: on false nothing changed.
+  // `child` (new) shares the blocks that hold parent's first n_tokens tokens. It will write from
+  // position first_write on, so only the blocks wholly before it count as committed to the cache.
+  void fork(request_id parent, request_id child, int n_tokens, int first_write);
+  // Grows the sequence's table to hold n_tokens tokens, and gives it a private copy of every shared
+  // block it will write (positions first_write..n_tokens-1), appending {source, copy} to `copies`.
+  // All or nothing: on false nothing changed.
+  struct block_copy {
+    block_id from, to;
+  };
+  bool ensure_capacity(request_id seq, int n_tokens, int first_write, std::vector<block_copy>& copies);
+  // Growth only, for a sequence that never shares blocks it writes.
   bool ensure_capacity(request_id seq, int n_tokens);
   // Records that full blocks first_block... of the sequence hold computed K/V: `tokens` are their
   // tokens (a multiple of block_size), continuing the blocks already recorded. Other prompts may reuse them.
@@ -49,6 +63,8 @@ class block_manager {
   int refcount(block_id b) const { return refcount_.at(b.value); }
   std::uint64_t prefix_queries() const { return prefix_queries_; }  // prompt tokens looked up
   std::uint64_t prefix_hits() const { return prefix_hits_; }        // of which found cached
+  std::uint64_t n_forks() const { return n_forks_; }
+  std::uint64_t n_block_copies() const { return n_block_copies_; }  // copy-on-write copies made
 
   // Every block is free (refcount 0, in the free queue once) or referenced exactly refcount times by
   // tables; every cache entry names a block carrying that hash. The first violation, or nothing.
@@ -58,7 +74,9 @@ class block_manager {
   struct sequence_blocks {
     std::vector<block_id> table;
     int n_committed = 0;           // leading blocks recorded in the hash chain
-    std::uint64_t last_hash = 0;   // hash of block n_committed - 1 (the salt before any)
+    std::uint64_t salt_hash = 0;   // the chain's start
+    std::vector<std::uint64_t> chain;  // [n_committed] hash of each committed block
+    std::uint64_t last_hash() const { return chain.empty() ? salt_hash : chain.back(); }
     int n_matched_tokens = 0;      // tokens match_prefix found cached when the sequence started
   };
   std::uint64_t block_hash(std::uint64_t parent, std::span<const token_id> tokens) const;
@@ -79,6 +97,7 @@ class block_manager {
   std::vector<token_id> tokens_of_;                     // [n_blocks * block_size] tokens of a cached block
   std::unordered_map<request_id, sequence_blocks> seqs_;
   std::uint64_t prefix_queries_ = 0, prefix_hits_ = 0;
+  std::uint64_t n_forks_ = 0, n_block_copies_ = 0;
 };
 
 }  // namespace pagedserve

@@ -18,6 +18,8 @@ class kv_cache {
   // block_size * kv_dim floats.
   float* key_at(int layer, int slot) const;
   float* value_at(int layer, int slot) const;
+  // Copies block `from`'s keys and values into block `to`, in every layer (copy on write).
+  void copy_block(int from, int to);
 
   int n_blocks() const { return n_blocks_; }
   int block_size() const { return block_size_; }

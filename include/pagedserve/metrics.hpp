@@ -116,6 +116,8 @@ class serving_metrics {
   using seconds = std::chrono::duration<double>;
   explicit serving_metrics(int max_model_len = 512);
 
+  // The request was scheduled for the first time, queued for that long after it arrived.
+  void on_scheduled(seconds queued);
   // The prompt was prefilled and the first token sampled, ttft after the request arrived.
   void on_first_token(int n_prompt, seconds ttft);
   // n tokens were sampled for one request; gap since its previous tokens (none for the first).
@@ -134,7 +136,7 @@ class serving_metrics {
   metric_gauge &running_, &waiting_, &kv_usage_;
   metric_counter &preemptions_, &prefix_queries_, &prefix_hits_, &prompt_tokens_, &generation_tokens_;
   metric_counter& steps_;
-  metric_histogram &ttft_, &itl_, &e2e_, &tpot_, &request_prompt_tokens_, &request_generation_tokens_;
+  metric_histogram &ttft_, &itl_, &e2e_, &tpot_, &queue_, &request_prompt_tokens_, &request_generation_tokens_;
   std::mutex render_mu_;  // one scrape sets the scrape-time gauges and renders at a time
 };
 

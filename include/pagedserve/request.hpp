@@ -1,5 +1,6 @@
 #pragma once
 // What every layer agrees a request is: how it ends and what it used.
+#include <cstdint>
 #include <string_view>
 
 namespace pagedserve {
@@ -19,6 +20,13 @@ constexpr std::string_view finish_reason_name(finish_reason r) {
 struct usage {
   int prompt_tokens = 0;
   int completion_tokens = 0;
+};
+
+// Samples of one prompt in a request with n > 1. The first to reach the scheduler computes the prompt;
+// the others share its KV blocks once it has (copy on write from the first block they write).
+struct sample_group {
+  std::uint64_t key = 0;  // the same for every sample of the prompt, unique to it
+  int size = 1;
 };
 
 }  // namespace pagedserve

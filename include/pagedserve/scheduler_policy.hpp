@@ -33,6 +33,9 @@ struct sequence {
   std::shared_ptr<const sampling_params> params;
   std::vector<token_id> stop_ids;  // sampling one of these ends the sequence (unless ignore_eos)
   std::uint64_t cache_salt = 0;    // prefix-cache isolation key
+  // Another sample of the same prompt (n > 1): this one waits until that one has computed the prompt,
+  // then shares its blocks instead of computing it again.
+  std::optional<request_id> fork_of;
 
   int n_generated() const { return static_cast<int>(tokens.size()) - n_prompt; }
 };
@@ -45,6 +48,7 @@ struct step_chunk {
   int n_tokens = 0;
   bool samples = false;
   bool admitted = false;  // taken from the waiting queue for this step
+  std::optional<request_id> fork_from;  // admitted sharing this sequence's prompt blocks
 };
 
 // What happened to a sequence in a step (or at a step boundary, for cancellations).
@@ -65,7 +69,9 @@ class scheduler_policy {
   void request_finish(request_id id, finish_reason reason);
 
   // Applies pending finishes (returned as updates; their blocks must be freed), then plans the next
-  // step: running decodes, running prefill chunks, then admissions from the waiting queue.
+  // step: running decodes, running prefill chunks, then admissions from the waiting queue (a sample
+  // waiting for its fork_of to compute the prompt is passed over; one whose fork_of has is admitted
+  // as a fork: a one-token chunk recomputing the prompt's last token).
   std::vector<step_chunk> plan_step(std::vector<sequence_update>& finished_now);
 
   // The allocator could not give blocks to plan[index]. Adjusts the plan: an admission and all after it
@@ -90,6 +96,8 @@ class scheduler_policy {
  private:
   sequence* running_seq(request_id id);
   void preempt(request_id id);
+  // How waiting sequence s may be admitted now: nullopt = hold it back; else the fork source, if any.
+  std::optional<std::optional<request_id>> admission_of(sequence& s);
 
   scheduler_limits limits_;
   std::deque<sequence> waiting_;           // FIFO; preempted sequences go back to the front

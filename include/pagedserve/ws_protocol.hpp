@@ -26,6 +26,7 @@ struct generate_command {
   std::optional<std::vector<token_id>> prompt_ids;  // a pre-tokenized prompt, used as is (no BOS added)
   std::vector<chat_message> messages;
   sampling_params params;      // max_tokens 0 when the client gave none (filled from the context left)
+  std::optional<sample_group> group;  // one of n samples of the prompt (OpenAI n > 1)
 };
 // {"type":"cancel","id":...}
 struct cancel_command {

@@ -71,23 +71,23 @@ block_id block_manager::take_free_block() {
 int block_manager::match_prefix(request_id seq, std::span<const token_id> tokens, std::uint64_t salt) {
   ps_check(!seqs_.contains(seq), "match_prefix: sequence already has blocks");
   sequence_blocks& s = seqs_[seq];
-  s.last_hash = mix(salt);
+  s.salt_hash = mix(salt);
   prefix_queries_ += tokens.size();
   // Only blocks wholly before the last token: its logits must be computed.
   const int max_blocks = tokens.empty() ? 0 : static_cast<int>(tokens.size() - 1) / block_size_;
   for (int i = 0; i < max_blocks; ++i) {
     const auto block_tokens = tokens.subspan(static_cast<std::size_t>(i) * block_size_, block_size_);
-    const std::uint64_t h = block_hash(s.last_hash, block_tokens);
+    const std::uint64_t h = block_hash(s.last_hash(), block_tokens);
     auto it = cached_.find(h);
     if (it == cached_.end()) break;
     const int b = it->second.value;
-    const bool same = parent_of_[b] == s.last_hash &&
+    const bool same = parent_of_[b] == s.last_hash() &&
                       std::equal(block_tokens.begin(), block_tokens.end(), tokens_of_.begin() + static_cast<std::ptrdiff_t>(b) * block_size_);
     if (!same) break;  // a hash collision: treat as a miss
     if (refcount_[b] == 0) free_queue_remove(b);
     ++refcount_[b];
     s.table.push_back(block_id{b});
-    s.last_hash = h;
+    s.chain.push_back(h);
     ++s.n_committed;
   }
   s.n_matched_tokens = s.n_committed * block_size_;
@@ -95,16 +95,52 @@ int block_manager::match_prefix(request_id seq, std::span<const token_id> tokens
   return s.n_matched_tokens;
 }
 
+void block_manager::fork(request_id parent, request_id child, int n_tokens, int first_write) {
+  ps_check(!seqs_.contains(child), "fork: the child already has blocks");
+  const sequence_blocks& p = seqs_.at(parent);
+  const int n_shared = blocks_needed(n_tokens);
+  ps_check(n_shared <= static_cast<int>(p.table.size()) && first_write <= n_tokens,
+           "fork: the parent does not hold the tokens shared");
+  sequence_blocks c;
+  c.table.assign(p.table.begin(), p.table.begin() + n_shared);
+  for (block_id b : c.table) ++refcount_[b.value];
+  c.n_committed = std::min(p.n_committed, first_write / block_size_);
+  c.salt_hash = p.salt_hash;
+  c.chain.assign(p.chain.begin(), p.chain.begin() + c.n_committed);
+  c.n_matched_tokens = first_write;
+  seqs_.emplace(child, std::move(c));
+  ++n_forks_;
+}
+
 bool block_manager::ensure_capacity(request_id seq, int n_tokens) {
+  std::vector<block_copy> copies;
+  const int written_from = has_sequence(seq) ? static_cast<int>(table(seq).size()) * block_size_ : 0;
+  const bool ok = ensure_capacity(seq, n_tokens, std::min(written_from, n_tokens), copies);
+  ps_check(copies.empty(), "ensure_capacity: growth alone never copies");
+  return ok;
+}
+
+bool block_manager::ensure_capacity(request_id seq, int n_tokens, int first_write, std::vector<block_copy>& copies) {
   auto [it, inserted] = seqs_.try_emplace(seq);
   std::vector<block_id>& table = it->second.table;
-  const int need = blocks_needed(n_tokens) - static_cast<int>(table.size());
-  if (need <= 0) return true;
-  if (need > n_free_) {
+  const int n_have = static_cast<int>(table.size());
+  const int grow = std::max(0, blocks_needed(n_tokens) - n_have);
+  // Shared blocks the step writes into: each needs a private copy first.
+  std::vector<int> shared;
+  for (int i = first_write / block_size_; i < std::min(n_have, blocks_needed(n_tokens)); ++i)
+    if (refcount_[table[i].value] > 1) shared.push_back(i);
+  if (grow + static_cast<int>(shared.size()) > n_free_) {
     if (inserted) seqs_.erase(it);
     return false;
   }
-  for (int i = 0; i < need; ++i) table.push_back(take_free_block());
+  for (int i : shared) {
+    const block_id from = table[i], to = take_free_block();
+    --refcount_[from.value];  // still > 0: the other holders keep it
+    table[i] = to;
+    copies.push_back({from, to});
+    ++n_block_copies_;
+  }
+  for (int i = 0; i < grow; ++i) table.push_back(take_free_block());
   return true;
 }
 
@@ -118,16 +154,16 @@ void block_manager::commit_full_blocks(request_id seq, int first_block, std::spa
   ps_check(s.n_committed + n_new <= static_cast<int>(s.table.size()), "commit_full_blocks: beyond the table");
   for (int i = 0; i < n_new; ++i) {
     const auto block_tokens = tokens.subspan(static_cast<std::size_t>(i) * block_size_, block_size_);
-    const std::uint64_t h = block_hash(s.last_hash, block_tokens);
+    const std::uint64_t h = block_hash(s.last_hash(), block_tokens);
     const int b = s.table[s.n_committed].value;
     // The first block computed for a prefix stays its cache entry; a twin computed meanwhile is not cached.
     if (!hash_of_[b] && !cached_.contains(h)) {
       cached_.emplace(h, block_id{b});
       hash_of_[b] = h;
-      parent_of_[b] = s.last_hash;
+      parent_of_[b] = s.last_hash();
       std::copy(block_tokens.begin(), block_tokens.end(), tokens_of_.begin() + static_cast<std::ptrdiff_t>(b) * block_size_);
     }
-    s.last_hash = h;
+    s.chain.push_back(h);
     ++s.n_committed;
   }
 }

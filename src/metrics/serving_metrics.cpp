@@ -71,6 +71,9 @@ serving_metrics::serving_metrics(int max_model_len)
       tpot_(registry_.histogram("pagedserve:request_time_per_output_token_seconds",
                                 "Mean time per output token after the first, per request, in seconds.",
                                 metrics_itl_buckets())),
+      queue_(registry_.histogram("pagedserve:request_queue_time_seconds",
+                                 "Time from request arrival to its first scheduled step, in seconds.",
+                                 metrics_request_latency_buckets())),
       request_prompt_tokens_(registry_.histogram("pagedserve:request_prompt_tokens",
                                                  "Number of prefill tokens per finished request.",
                                                  metrics_token_count_buckets(max_model_len))),
@@ -84,6 +87,8 @@ serving_metrics::serving_metrics(int max_model_len)
   registry_.counter("pagedserve:request_failure_total", "Requests that ended with an error, by error code.", "code",
                     "queue_full");
 }
+
+void serving_metrics::on_scheduled(seconds queued) { queue_.observe(queued.count()); }
 
 void serving_metrics::on_first_token(int n_prompt, seconds ttft) {
   prompt_tokens_.add(n_prompt);

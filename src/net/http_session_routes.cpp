@@ -63,6 +63,7 @@ std::string health_body(const engine& e, const engine_status& s) {
          std::to_string(s.kv.block_size) + R"(,"kv_sequences":)" + std::to_string(s.kv.sequences) +
          R"(,"kv_blocks_cached":)" + std::to_string(s.kv.blocks_cached) + R"(,"prefix_cache_queries":)" +
          std::to_string(s.kv.prefix_cache_queries) + R"(,"prefix_cache_hits":)" + std::to_string(s.kv.prefix_cache_hits) +
+         R"(,"kv_forks":)" + std::to_string(s.kv.forks) + R"(,"kv_block_copies":)" + std::to_string(s.kv.block_copies) +
          R"(,"preemptions":)" + std::to_string(s.scheduler.preemptions) + R"(,"steps":)" +
          std::to_string(s.scheduler.steps) + R"(,"rss_bytes":)" + std::to_string(resident_bytes()) +
          R"(,"version":")" PAGEDSERVE_VERSION R"("})";

@@ -26,11 +26,14 @@ void sse_generation::start() {
   if (request_.stream && !session_->chunked()) session_->end_connection();
   auto self = shared_from_this();
   for (std::size_t p = 0; p < n_prompts; ++p) {
+    // The prompt's samples share its KV blocks: a key unique to it, from the engine's id counter.
+    const sample_group group{engine_.next_request_id().value, static_cast<int>(n)};
     for (std::size_t i = 0; i < n; ++i) {
       const std::size_t index = p * n + i;
       generate_command command;
       command.id = meta_.id + "/" + std::to_string(index);
       command.params = request_.params;
+      if (n > 1) command.group = group;
       // n samples of one prompt must differ: sample i of a seeded request uses seed + i.
       if (command.params.seed) *command.params.seed += i;
       choice& c = choices_[index];

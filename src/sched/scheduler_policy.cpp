@@ -48,23 +48,47 @@ std::vector<step_chunk> scheduler_policy::plan_step(std::vector<sequence_update>
       const int remaining = static_cast<int>(s.tokens.size()) - s.n_computed;
       if ((remaining == 1) != decodes || budget == 0) continue;
       const int n = std::min(remaining, budget);
-      plan.push_back({s.id, s.n_computed, n, n == remaining, false});
+      plan.push_back({s.id, s.n_computed, n, n == remaining, false, std::nullopt});
       budget -= n;
     }
   };
   add_running(true);
   add_running(false);
-  while (!waiting_.empty() && budget > 0 && static_cast<int>(running_.size()) < limits_.max_num_seqs) {
-    sequence s = std::move(waiting_.front());
-    waiting_.pop_front();
+  for (std::size_t w = 0;
+       w < waiting_.size() && budget > 0 && static_cast<int>(running_.size()) < limits_.max_num_seqs;) {
+    const auto admission = admission_of(waiting_[w]);
+    if (!admission) {
+      ++w;
+      continue;
+    }
+    sequence s = std::move(waiting_[w]);
+    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(w));
     s.arrival = next_arrival_++;
+    if (*admission) s.n_computed = s.n_prompt - 1;
     const int remaining = static_cast<int>(s.tokens.size()) - s.n_computed;
     const int n = std::min(remaining, budget);
-    plan.push_back({s.id, s.n_computed, n, n == remaining, true});
+    plan.push_back({s.id, s.n_computed, n, n == remaining, true, *admission});
     budget -= n;
     running_.push_back(std::move(s));
   }
   return plan;
+}
+
+std::optional<std::optional<request_id>> scheduler_policy::admission_of(sequence& s) {
+  if (!s.fork_of) return std::optional<request_id>{};
+  const sequence* source = running_seq(*s.fork_of);
+  const bool prompt_ready = source && source->n_computed >= source->n_prompt;
+  if (source && !prompt_ready) return std::nullopt;  // still prefilling: wait for it
+  if (!source && std::ranges::any_of(waiting_, [&](const sequence& o) { return o.id == *s.fork_of; }))
+    return std::nullopt;  // not started (or preempted): wait for it
+  const request_id from = *s.fork_of;
+  s.fork_of.reset();  // admitted once; after a preemption it is recomputed like any sequence
+  // Fork only a sequence that has computed this very prompt.
+  const bool same_prompt = prompt_ready && source->n_prompt == s.n_prompt && s.n_computed == 0 &&
+                           static_cast<int>(s.tokens.size()) == s.n_prompt &&
+                           std::equal(s.tokens.begin(), s.tokens.end(), source->tokens.begin());
+  if (same_prompt) return std::optional<request_id>{from};
+  return std::optional<request_id>{};
 }
 
 void scheduler_policy::preempt(request_id id) {
@@ -85,6 +109,8 @@ std::vector<request_id> scheduler_policy::on_allocation_refused(std::vector<step
       if (!plan[i].admitted) continue;
       to_free.push_back(plan[i].id);
       auto it = std::find_if(running_.begin(), running_.end(), [&](const sequence& s) { return s.id == plan[i].id; });
+      it->n_computed = 0;               // a fork admission had skipped to the prompt's last token
+      it->fork_of = plan[i].fork_from;  // and tries to fork again
       waiting_.push_front(std::move(*it));
       running_.erase(it);
       plan.erase(plan.begin() + static_cast<std::ptrdiff_t>(i));

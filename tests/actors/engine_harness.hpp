@@ -69,9 +69,11 @@ class recording_link : public client_link {
 };
 
 inline std::shared_ptr<request_actor> start_request(engine& e, std::shared_ptr<recording_link> link, std::string id,
-                                                    std::string prompt, sampling_params params) {
+                                                    std::string prompt, sampling_params params,
+                                                    std::optional<sample_group> group = std::nullopt) {
   generate_command g;
   g.id = std::move(id);
+  g.group = group;
   g.prompt = std::move(prompt);
   g.params = std::move(params);
   auto actor = std::make_shared<request_actor>(e.executor(), e, std::move(link), std::move(g));

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
 
 #include "actors/engine_harness.hpp"
 #include "pagedserve/generator.hpp"
@@ -77,6 +78,7 @@ TEST(engine, kv_pool_is_whole_after_500_random_requests_with_cancels_and_preempt
   std::vector<std::shared_ptr<request_actor>> actors;
   constexpr int n_requests = 500;
   int n_cancel_sent = 0;
+  std::string last_prompt;
   for (int i = 0; i < n_requests; ++i) {
     std::string prompt;
     for (int w = std::uniform_int_distribution<int>(0, 60)(rng); w > 0; --w) prompt += words[rng() % words.size()] + " ";
@@ -85,7 +87,12 @@ TEST(engine, kv_pool_is_whole_after_500_random_requests_with_cancels_and_preempt
     p.top_k = 40;
     p.seed = i;
     p.max_tokens = std::uniform_int_distribution<int>(1, 120)(rng);
-    actors.push_back(test::start_request(e, link, "r" + std::to_string(i), prompt, p));
+    // Every fifth request is one of three samples of its prompt (forks sharing its blocks).
+    std::optional<sample_group> group;
+    if (i % 5 >= 2) group = sample_group{static_cast<std::uint64_t>(i / 5), 3};
+    if (i % 5 >= 3) prompt = last_prompt;
+    last_prompt = prompt;
+    actors.push_back(test::start_request(e, link, "r" + std::to_string(i), prompt, p, group));
     // Let the engine run a little between arrivals, and cancel some requests at random moments.
     io.restart();
     io.run_for(std::chrono::microseconds(rng() % 400));
@@ -107,9 +114,10 @@ TEST(engine, kv_pool_is_whole_after_500_random_requests_with_cancels_and_preempt
   EXPECT_EQ(st.scheduler.running, 0);
   EXPECT_EQ(st.scheduler.waiting, 0);
   EXPECT_GT(st.scheduler.preemptions, 0u) << "the pool was meant to be too small to avoid preemption";
+  EXPECT_GT(st.kv.forks, 0u);
+  EXPECT_GT(st.kv.block_copies, 0u);
   EXPECT_GT(n_cancelled, 0) << n_cancel_sent << " cancels sent";
 }
-
 }  // namespace
 }  // namespace pagedserve
 
@@ -144,6 +152,67 @@ TEST(engine, prefix_cache_hits_give_the_same_greedy_ids_as_computing_alone) {
   EXPECT_GE(st.kv.prefix_cache_hits, 4u * 32u) << "each later prompt shares at least two 16-token blocks";
   EXPECT_GT(st.kv.blocks_cached, 0);
   EXPECT_EQ(st.kv.blocks_free, st.kv.blocks_total);
+}
+
+// n samples of one prompt (OpenAI n > 1): each sample equals the same seeded request run alone, while
+// the samples share the prompt's blocks (forks) and copy only the block they write into.
+TEST(engine, parallel_samples_share_the_prompt_blocks_and_each_equals_its_seed_alone) {
+  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
+  const loaded s = load_stories();
+  const auto text = s.vocabulary->encode(
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her "
+      "friends and her dog. One day, she saw a big red ball",
+      true);
+  ASSERT_GT(text.size(), 40u);
+  constexpr int n = 4;
+  for (int n_prompt : {32, 37}) {      // the prompt ends on a block boundary, and inside a block
+    for (int chunk_budget : {512, 7}) {  // prompt in one step, and in chunks the samples wait for
+      SCOPED_TRACE("prompt " + std::to_string(n_prompt) + " budget " + std::to_string(chunk_budget));
+      boost::asio::io_context io;
+      engine_config cfg;
+      cfg.kv_blocks = 64;
+      cfg.max_num_batched_tokens = chunk_budget;
+      engine e(io.get_executor(), s.weights, s.vocabulary, cfg);
+      auto link = std::make_shared<test::recording_link>();
+      const std::vector<token_id> prompt(text.begin(), text.begin() + n_prompt);
+      const sample_group group{12345, n};
+      std::vector<std::shared_ptr<request_actor>> actors;
+      for (int i = 0; i < n; ++i) {
+        generate_command g;
+        g.id = "s" + std::to_string(i);
+        g.prompt_ids = prompt;
+        g.params.temperature = 0.9f;
+        g.params.max_tokens = 40;
+        g.params.seed = 7 + i;
+        g.group = group;
+        actors.push_back(std::make_shared<request_actor>(e.executor(), e, link, std::move(g)));
+      }
+      for (auto& a : actors) a->tell(start_generation{});
+      ASSERT_TRUE(test::run_until(io, [&] { return link->n_ended() == n; }));
+      const auto got = link->requests();
+      const auto* kt = kernels::kernel_table_select(cfg.kernels);
+      std::set<std::vector<token_id>> distinct;
+      for (int i = 0; i < n; ++i) {
+        sampling_params p;
+        p.temperature = 0.9f;
+        p.max_tokens = 40;
+        p.seed = 7 + i;
+        const generation alone = generate_sequence(*s.weights, *s.vocabulary, *kt, prompt, p, 7 + i);
+        const auto& r = got.at("s" + std::to_string(i));
+        EXPECT_EQ(r.ids, alone.generated) << "sample " << i;
+        EXPECT_EQ(r.n_final, 1);
+        distinct.insert(r.ids);
+      }
+      EXPECT_GT(distinct.size(), 1u) << "different seeds should give different samples";
+      const engine_status st = test::status_of(io, e);
+      EXPECT_EQ(st.kv.forks, static_cast<std::uint64_t>(n - 1));
+      // Every fork copies the block holding the prompt's last token; the first sample keeps its own
+      // unless it wrote there after all forks had copied.
+      EXPECT_GE(st.kv.block_copies, static_cast<std::uint64_t>(n - 1));
+      EXPECT_LE(st.kv.block_copies, static_cast<std::uint64_t>(n));
+      EXPECT_EQ(st.kv.blocks_free, st.kv.blocks_total);
+    }
+  }
 }
 
 }  // namespace

@@ -134,6 +134,7 @@ TEST(openai_http, metrics_counters_move_by_what_was_sent) {
   EXPECT_EQ(delta(series("pagedserve:request_success_total", "finished_reason=\"stop\"")), 0);
   EXPECT_EQ(delta(series("pagedserve:e2e_request_latency_seconds_count")), 4);
   EXPECT_EQ(delta(series("pagedserve:time_to_first_token_seconds_count")), 4);
+  EXPECT_EQ(delta(series("pagedserve:request_queue_time_seconds_count")), 4);
   EXPECT_EQ(delta(series("pagedserve:request_generation_tokens_sum")), completion_tokens);
   // One inter-token gap per token after each request's first.
   EXPECT_EQ(delta(series("pagedserve:inter_token_latency_seconds_count")), completion_tokens - 4);
