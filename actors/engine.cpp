@@ -30,8 +30,8 @@ engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const mod
       stop_ids_(stop_ids_for(*model_, *tokenizer_, chat.get())),
       chat_(std::move(chat)),
       metrics_(model_->config.seq_len),
-      kv_(ex, config.kv_blocks, config.block_size),
-      scheduler_(ex,
+      kv_(engine_thread_.executor(), config.kv_blocks, config.block_size),
+      scheduler_(engine_thread_.executor(),
                  scheduler_limits{config.max_num_seqs, config.max_num_batched_tokens, model_->config.seq_len,
                                   config.max_waiting},
                  config.block_size),
@@ -42,6 +42,8 @@ engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const mod
   executor_.connect(scheduler_);
 }
 
+engine::~engine() { engine_thread_.stop(); }
+
 int engine::max_sequence_tokens() const {
   return std::min(model_->config.seq_len, config_.kv_blocks * config_.block_size);
 }
@@ -49,7 +51,9 @@ int engine::max_sequence_tokens() const {
 void engine::report_status(std::function<void(engine_status)> done) {
   // The scheduler's figures first, then the allocator's, each read on its own strand.
   scheduler_.tell(report_scheduler_status{[this, done = std::move(done)](scheduler_status s) mutable {
-    kv_.tell(report_kv_status{[s, done = std::move(done)](kv_pool_status kv) { done({s, kv}); }});
+    kv_.tell(report_kv_status{[this, s, done = std::move(done)](kv_pool_status kv) {
+      done({s, kv, {executor_.busy_seconds(), executor_.gap_seconds()}});
+    }});
   }});
 }
 

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <memory>
 
+#include "actors/actor_thread.hpp"
 #include "actors/executor_actor.hpp"
 #include "actors/kv_allocator_actor.hpp"
 #include "actors/scheduler_actor.hpp"
@@ -15,17 +16,24 @@
 
 namespace pagedserve {
 
+struct executor_status {
+  double busy_seconds = 0;  // computing steps
+  double gap_seconds = 0;   // idle between back-to-back steps (scheduling turnaround)
+};
 struct engine_status {
   scheduler_status scheduler;
   kv_pool_status kv;
+  executor_status executor;
 };
 
 class engine {
  public:
-  // Actors other than the executor run on `ex` (the network io_context); the executor has its own thread.
+  // Request actors run on `ex` (the network io_context); the scheduler and the KV allocator share the
+  // engine's own thread, and the executor has another.
   // chat: the model's chat template (null: `messages` are joined by newlines, as for llama2.c models).
   engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const model> m, std::shared_ptr<const tokenizer> tok,
          const engine_config& config, std::shared_ptr<const chat_setup> chat = nullptr);
+  ~engine();  // stops the engine thread before the actors it runs go away
 
   // The network io_context's executor: request actors make their strands on it.
   const boost::asio::any_io_executor& executor() const { return executor_ex_; }
@@ -56,6 +64,7 @@ class engine {
   std::vector<token_id> stop_ids_;
   std::shared_ptr<const chat_setup> chat_;
   serving_metrics metrics_;
+  actor_thread engine_thread_;  // declared before the actors: it outlives their strands
   kv_allocator_actor kv_;
   scheduler_actor scheduler_;
   executor_actor executor_;

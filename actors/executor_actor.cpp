@@ -24,6 +24,11 @@ executor_actor::~executor_actor() {
 }
 
 void executor_actor::on(execute_step m) {
+  using clock = std::chrono::steady_clock;
+  const auto received = clock::now();
+  if (m.follows_step && last_step_end_ != clock::time_point{})
+    gap_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(received - last_step_end_).count(),
+                      std::memory_order_relaxed);
   for (request_id id : m.dropped) samplers_.erase(id);
   for (const sequence_started& s : m.started) samplers_.insert_or_assign(s.id, sampler(*s.params, s.seed, s.prompt));
 
@@ -48,6 +53,10 @@ void executor_actor::on(execute_step m) {
       }
     }
   });
+  last_step_end_ = clock::now();
+  const auto busy = last_step_end_ - received;
+  busy_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(busy).count(), std::memory_order_relaxed);
+  reply.compute_seconds = std::chrono::duration<double>(busy).count();
   scheduler_->tell(std::move(reply));
 }
 

@@ -12,6 +12,8 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <thread>
 #include <unordered_map>
 
@@ -42,6 +44,11 @@ class executor_actor : private executor_thread_context, public actor<executor_ac
 
   void on(execute_step m);
 
+  // Time spent computing steps, and time idle between two steps that followed each other (the
+  // scheduler's and allocator's turnaround: what overlap hides). Readable from any thread.
+  double busy_seconds() const { return busy_ns_.load(std::memory_order_relaxed) * 1e-9; }
+  double gap_seconds() const { return gap_ns_.load(std::memory_order_relaxed) * 1e-9; }
+
  private:
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   std::shared_ptr<const model> model_;
@@ -51,6 +58,8 @@ class executor_actor : private executor_thread_context, public actor<executor_ac
   std::unordered_map<request_id, sampler> samplers_;
   mailbox_ref<scheduler_mailbox>* scheduler_ = nullptr;
   std::shared_ptr<spdlog::logger> log_;
+  std::atomic<std::uint64_t> busy_ns_{0}, gap_ns_{0};
+  std::chrono::steady_clock::time_point last_step_end_{};
   std::thread thread_;
 };
 

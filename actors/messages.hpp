@@ -66,6 +66,7 @@ struct step_executed {  // from the ExecutorActor
   step_id step;
   std::vector<token_id> sampled;  // one per sampling chunk, in plan order
   std::vector<std::optional<token_logprobs>> logprobs;  // parallel to sampled; set where asked
+  double compute_seconds = 0;  // the forward pass and sampling (the scheduler's step cost model)
 };
 struct scheduler_status {
   int running = 0;
@@ -139,6 +140,7 @@ struct execute_step {
   std::vector<sequence_started> started;    // sequences new to the executor this step
   std::vector<request_id> dropped;          // sequences the executor can forget
   std::vector<std::pair<std::int32_t, std::int32_t>> block_copies;  // {from, to}, made before the forward
+  bool follows_step = false;  // planned as soon as the previous step ended: time between them is a gap
 };
 using executor_mailbox = std::variant<execute_step>;
 

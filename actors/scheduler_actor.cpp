@@ -37,13 +37,14 @@ void scheduler_actor::on(finish_request m) {
   start_step_if_idle();
 }
 
-void scheduler_actor::start_step_if_idle() {
+void scheduler_actor::start_step_if_idle(bool follows_step) {
   if (step_in_flight_) return;
   std::vector<sequence_update> finished;
   plan_ = policy_.plan_step(finished);
   deliver(finished, {});
   if (plan_.empty()) return;
   step_in_flight_ = true;
+  step_follows_ = follows_step;
   ++step_.value;
   request_allocation();
 }
@@ -88,7 +89,7 @@ void scheduler_actor::on(step_allocated m) {
       never_scheduled_.erase(q);
     }
   }
-  execute_step e{step_, build_batch(m.tables), {}, {}, std::move(dropped_), std::move(m.block_copies)};
+  execute_step e{step_, build_batch(m.tables), {}, {}, std::move(dropped_), std::move(m.block_copies), step_follows_};
   dropped_.clear();
   for (const step_chunk& c : plan_) {
     if (c.samples) e.sample_for.push_back(c.id);
@@ -130,7 +131,7 @@ void scheduler_actor::on(step_executed m) {
     if (m.logprobs[i]) logprobs[i].push_back(std::move(*m.logprobs[i]));
   deliver(updates, std::move(logprobs));
   step_in_flight_ = false;
-  start_step_if_idle();
+  start_step_if_idle(true);
 }
 
 void scheduler_actor::commit_computed_blocks() {

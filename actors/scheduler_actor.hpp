@@ -39,7 +39,8 @@ class scheduler_actor : public actor<scheduler_actor, scheduler_mailbox> {
   void on(report_scheduler_status m);
 
  private:
-  void start_step_if_idle();
+  // follows_step: called as the previous step ended (the executor waits for this one).
+  void start_step_if_idle(bool follows_step = false);
   void request_allocation();
   void commit_computed_blocks();
   void deliver(std::vector<sequence_update>& updates, std::vector<std::vector<token_logprobs>> logprobs);
@@ -52,6 +53,7 @@ class scheduler_actor : public actor<scheduler_actor, scheduler_mailbox> {
   serving_metrics* metrics_ = nullptr;  // queue time (null in tests that need no metrics)
 
   bool step_in_flight_ = false;
+  bool step_follows_ = false;  // the step in flight was planned the moment the previous one ended
   step_id step_{0};
   std::vector<step_chunk> plan_;  // the step in flight
   std::unordered_map<request_id, std::shared_ptr<mailbox_ref<request_mailbox>>> reply_to_;

@@ -107,6 +107,8 @@ struct engine_gauges {
   std::uint64_t steps = 0;          // engine steps so far
   std::uint64_t prefix_cache_queries = 0;  // cumulative prompt tokens looked up in the prefix cache
   std::uint64_t prefix_cache_hits = 0;     // of which found cached
+  double executor_busy_seconds = 0;        // cumulative time computing steps
+  double executor_gap_seconds = 0;         // cumulative idle time between back-to-back steps
 };
 
 // The serving metrics with vLLM's meanings, recorded by request actors (per-request timings) and
@@ -135,7 +137,7 @@ class serving_metrics {
   metrics_registry registry_;
   metric_gauge &running_, &waiting_, &kv_usage_;
   metric_counter &preemptions_, &prefix_queries_, &prefix_hits_, &prompt_tokens_, &generation_tokens_;
-  metric_counter& steps_;
+  metric_counter &steps_, &executor_busy_, &executor_gap_;
   metric_histogram &ttft_, &itl_, &e2e_, &tpot_, &queue_, &request_prompt_tokens_, &request_generation_tokens_;
   std::mutex render_mu_;  // one scrape sets the scrape-time gauges and renders at a time
 };

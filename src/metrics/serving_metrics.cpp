@@ -60,6 +60,10 @@ serving_metrics::serving_metrics(int max_model_len)
       generation_tokens_(registry_.counter("pagedserve:generation_tokens_total",
                                            "Number of generation tokens processed.")),
       steps_(registry_.counter("pagedserve:engine_steps_total", "Engine steps (forward passes) run.")),
+      executor_busy_(registry_.counter("pagedserve:executor_busy_seconds_total",
+                                       "Time the executor spent computing steps, in seconds.")),
+      executor_gap_(registry_.counter("pagedserve:executor_gap_seconds_total",
+                                      "Time the executor waited between back-to-back steps, in seconds.")),
       ttft_(registry_.histogram("pagedserve:time_to_first_token_seconds",
                                 "Time from request arrival to its first token, in seconds.", metrics_ttft_buckets())),
       itl_(registry_.histogram("pagedserve:inter_token_latency_seconds",
@@ -121,6 +125,8 @@ std::string serving_metrics::render(const engine_gauges& g, std::string_view mod
   steps_.store(static_cast<double>(g.steps));
   prefix_queries_.store(static_cast<double>(g.prefix_cache_queries));
   prefix_hits_.store(static_cast<double>(g.prefix_cache_hits));
+  executor_busy_.store(g.executor_busy_seconds);
+  executor_gap_.store(g.executor_gap_seconds);
   return registry_.render("model_name=\"" + metrics_escape_label(model_name) + "\"");
 }
 

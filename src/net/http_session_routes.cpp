@@ -64,6 +64,8 @@ std::string health_body(const engine& e, const engine_status& s) {
          R"(,"kv_blocks_cached":)" + std::to_string(s.kv.blocks_cached) + R"(,"prefix_cache_queries":)" +
          std::to_string(s.kv.prefix_cache_queries) + R"(,"prefix_cache_hits":)" + std::to_string(s.kv.prefix_cache_hits) +
          R"(,"kv_forks":)" + std::to_string(s.kv.forks) + R"(,"kv_block_copies":)" + std::to_string(s.kv.block_copies) +
+         R"(,"executor_busy_seconds":)" + std::to_string(s.executor.busy_seconds) +
+         R"(,"executor_gap_seconds":)" + std::to_string(s.executor.gap_seconds) +
          R"(,"preemptions":)" + std::to_string(s.scheduler.preemptions) + R"(,"steps":)" +
          std::to_string(s.scheduler.steps) + R"(,"rss_bytes":)" + std::to_string(resident_bytes()) +
          R"(,"version":")" PAGEDSERVE_VERSION R"("})";
@@ -190,6 +192,8 @@ void http_session::serve_status(bool metrics) {
       g.steps = s.scheduler.steps;
       g.prefix_cache_queries = s.kv.prefix_cache_queries;
       g.prefix_cache_hits = s.kv.prefix_cache_hits;
+      g.executor_busy_seconds = s.executor.busy_seconds;
+      g.executor_gap_seconds = s.executor.gap_seconds;
       self->respond(http::status::ok, "text/plain; version=0.0.4; charset=utf-8",
                     self->engine_.metrics().render(g, self->served_name()));
     });
