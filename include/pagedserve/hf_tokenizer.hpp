@@ -29,9 +29,9 @@ namespace pagedserve {
 // treats prev < 0 as the start of a sequence, where a SentencePiece decoder strips one leading space.
 std::expected<std::unique_ptr<tokenizer>, std::string> hf_tokenizer_load(const std::filesystem::path& path);
 
-// Picks the loader by what `path` holds: a folder with tokenizer.json, a JSON file, or else a
-// llama2.c tokenizer.bin (whose format needs `vocab_size_hint`, the model's vocabulary size; 0 or
-// less means "every token in the file"). GGUF files are not handled here.
+// Picks the loader by what `path` holds: a folder with tokenizer.json, a JSON file, a GGUF file (its
+// embedded tokenizer, gguf_model.hpp), or else a llama2.c tokenizer.bin (whose format needs
+// `vocab_size_hint`, the model's vocabulary size; 0 or less means "every token in the file").
 std::expected<std::unique_ptr<tokenizer>, std::string> tokenizer_load_any(const std::filesystem::path& path,
                                                                           int vocab_size_hint);
 

@@ -1,6 +1,6 @@
 #pragma once
 // A loaded model: its shape and typed read-only views of its weights (mmapped or owned). Every
-// loader (llama2.c, Hugging Face safetensors, and GGUF later) fills the same struct, and
+// loader (llama2.c, Hugging Face safetensors, GGUF) fills the same struct, and
 // forward_pass reads only this struct, so a new file format is a new loader, nothing more:
 //   1. fill model_config (architecture name, dimensions, rope, MoE fields),
 //   2. point each `weight` at the tensor's bytes (f32/bf16/f16; a quantized format dequantizes into

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "pagedserve/gguf_model.hpp"
 #include "pagedserve/hf_model.hpp"
 
 namespace pagedserve {
@@ -19,11 +20,7 @@ std::expected<std::shared_ptr<const model>, std::string> model_load_any(const st
   char magic[4] = {};
   std::ifstream in(path, std::ios::binary);
   in.read(magic, sizeof magic);
-  if (in.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0) {
-    // Extension point for the GGUF loader (issue 5 item 3): `return gguf_model_load(path, options);`.
-    // It fills the same `model` (see model.hpp: weight views into its mapping, or dequantized buffers).
-    return std::unexpected(path.string() + ": GGUF files are not supported yet");
-  }
+  if (in.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0) return gguf_model_load(path, options);
 
   auto m = llama2c_model_load(path);
   if (!m || options.weights == weight_format::as_stored || options.weights == weight_format::f32) return m;

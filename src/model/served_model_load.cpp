@@ -1,10 +1,47 @@
 #include "pagedserve/served_model.hpp"
 
+#include <cstring>
+#include <fstream>
+
 #include "pagedserve/demo_model.hpp"
+#include "pagedserve/gguf_model.hpp"
 #include "pagedserve/hf_tokenizer.hpp"
 #include "pagedserve/model_load.hpp"
 
 namespace pagedserve {
+namespace {
+
+bool gguf_file_is(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  char magic[4] = {};
+  std::ifstream in(path, std::ios::binary);
+  in.read(magic, sizeof magic);
+  return in.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0;
+}
+
+// A GGUF file carries its tokenizer and chat template; the model's EOS ids came from it already.
+std::expected<served_model, std::string> served_gguf(const std::filesystem::path& path,
+                                                     std::shared_ptr<const model> weights) {
+  auto file = gguf_file::open(path);
+  if (!file) return std::unexpected(file.error());
+  auto tok = gguf_tokenizer_from(*file);
+  if (!tok) return std::unexpected("cannot load tokenizer: " + tok.error());
+  if ((*tok)->vocab_size() > weights->config.vocab_size)
+    return std::unexpected(path.string() + ": the tokenizer has " + std::to_string((*tok)->vocab_size()) +
+                           " tokens but the model only " + std::to_string(weights->config.vocab_size));
+  served_model out{std::move(weights), std::move(*tok), nullptr};
+  if (auto text = gguf_chat_template(*file)) {
+    auto renderer = chat_template::parse(*text);
+    if (!renderer) return std::unexpected(path.string() + ": chat template: " + renderer.error());
+    const tokenizer& t = *out.vocabulary;
+    auto name = [&](token_id id) { return id >= 0 ? std::optional(t.token_text(id)) : std::nullopt; };
+    out.chat = std::make_shared<const chat_setup>(chat_setup{std::move(*renderer), name(t.bos_id()), name(t.eos_id())});
+  }
+  return out;
+}
+
+}  // namespace
 
 std::expected<served_model, std::string> served_model_load(const model_paths& paths) {
   if (paths.model.empty()) {
@@ -14,6 +51,7 @@ std::expected<served_model, std::string> served_model_load(const model_paths& pa
   const std::filesystem::path model_path = paths.model;
   auto m = model_load_any(model_path);
   if (!m) return std::unexpected("cannot load model: " + m.error());
+  if (paths.tokenizer.empty() && gguf_file_is(model_path)) return served_gguf(model_path, std::move(*m));
   // A folder carries its tokenizer; a llama2.c checkpoint looks for tokenizer.bin beside it.
   const bool is_dir = std::filesystem::is_directory(model_path);
   std::filesystem::path tok_path = paths.tokenizer;

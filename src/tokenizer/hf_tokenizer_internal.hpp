@@ -182,6 +182,15 @@ class bpe_model {
  public:
   // `byte_level`: words are raw bytes written in the GPT-2 alphabet in the vocabulary.
   static result<bpe_model> from_json(simdjson::dom::element model, bool byte_level);
+  // The same model from arrays (GGUF): the vocabulary strings by id ("" where unused, e.g. ids of
+  // added tokens), and merges as (left, right) strings in rank order.
+  struct options {
+    bool byte_level = false, byte_fallback = false, fuse_unk = false, ignore_merges = false;
+    token_id unk = -1;
+  };
+  static result<bpe_model> from_arrays(std::vector<std::string> tokens,
+                                       const std::vector<std::pair<std::string_view, std::string_view>>& merges,
+                                       const options& o);
   void encode_word(std::string_view word, std::vector<token_id>& out) const;
   std::optional<token_id> find(std::string_view token) const;  // by its vocabulary string
   // The vocabulary strings by id ("" where unused), moved out: the model does not need them.
@@ -189,7 +198,10 @@ class bpe_model {
 
  private:
   result<void> load_vocab(simdjson::dom::element vocab);
+  void index_vocab();  // vocab_ (and byte_vocab_) from id_to_token_
+  void find_byte_ids();
   result<void> load_merges(simdjson::dom::element merges);
+  result<void> add_merge(std::string_view a, std::string_view b, std::int32_t rank, std::string& scratch);
   void initial_symbols(std::string_view word, std::vector<token_id>& syms) const;
   void merge(std::vector<token_id>& syms) const;
 

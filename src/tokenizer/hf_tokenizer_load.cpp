@@ -5,6 +5,7 @@
 #include <fstream>
 #include <system_error>
 
+#include "pagedserve/gguf_model.hpp"
 #include "pagedserve/hf_tokenizer.hpp"
 #include "tokenizer/hf_tokenizer_internal.hpp"
 
@@ -292,7 +293,7 @@ std::expected<std::unique_ptr<tokenizer>, std::string> tokenizer_load_any(const 
   char head[4] = {};
   in.read(head, sizeof head);
   const std::string_view magic(head, static_cast<std::size_t>(in.gcount()));
-  if (magic == "GGUF") return std::unexpected(file.string() + ": a GGUF file: load its tokenizer with the GGUF model");
+  if (magic == "GGUF") return gguf_tokenizer_load(file);
   const auto first = magic.find_first_not_of(" \t\r\n");
   if (first != std::string_view::npos && magic[first] == '{') return hf_tokenizer_load(file);
   int n = vocab_size_hint;

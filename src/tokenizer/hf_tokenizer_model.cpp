@@ -135,17 +135,41 @@ result<bpe_model> bpe_model::from_json(simdjson::dom::element model, bool byte_l
     if (!id) return std::unexpected("model unk_token '" + std::string(*unk) + "' is not in the vocabulary");
     m.unk_id_ = *id;
   }
-  for (int b = 0; b < 256; ++b) {
-    std::string name;
-    if (byte_level)
-      utf8_append(name, byte_to_char(static_cast<unsigned char>(b)));
-    else
-      name = byte_fallback_name(b);
-    m.byte_ids_[b] = m.find(name).value_or(-1);
-  }
+  m.find_byte_ids();
   if (model["merges"].get(merges) != simdjson::SUCCESS) return std::unexpected("model has no 'merges'");
   if (auto ok = m.load_merges(merges); !ok) return std::unexpected(ok.error());
   return m;
+}
+
+result<bpe_model> bpe_model::from_arrays(std::vector<std::string> tokens,
+                                         const std::vector<std::pair<std::string_view, std::string_view>>& merges,
+                                         const options& o) {
+  bpe_model m;
+  m.byte_level_ = o.byte_level;
+  m.byte_fallback_ = o.byte_fallback;
+  m.fuse_unk_ = o.fuse_unk;
+  m.ignore_merges_ = o.ignore_merges;
+  m.unk_id_ = o.unk;
+  m.id_to_token_ = std::move(tokens);
+  m.index_vocab();
+  m.find_byte_ids();
+  m.merges_.reserve(merges.size());
+  std::string scratch;
+  for (std::size_t i = 0; i < merges.size(); ++i)
+    if (auto ok = m.add_merge(merges[i].first, merges[i].second, static_cast<std::int32_t>(i), scratch); !ok)
+      return std::unexpected(ok.error());
+  return m;
+}
+
+void bpe_model::find_byte_ids() {
+  for (int b = 0; b < 256; ++b) {
+    std::string name;
+    if (byte_level_)
+      utf8_append(name, byte_to_char(static_cast<unsigned char>(b)));
+    else
+      name = byte_fallback_name(b);
+    byte_ids_[b] = find(name).value_or(-1);
+  }
 }
 
 result<void> bpe_model::load_vocab(simdjson::dom::element vocab) {
@@ -159,11 +183,18 @@ result<void> bpe_model::load_vocab(simdjson::dom::element vocab) {
       return std::unexpected("vocab entry '" + std::string(key) + "' has no valid id");
     if (static_cast<std::size_t>(id) >= id_to_token_.size()) id_to_token_.resize(static_cast<std::size_t>(id) + 1);
     id_to_token_[static_cast<std::size_t>(id)] = std::string(key);
-    vocab_.insert(key, static_cast<token_id>(id));
   }
-  if (!byte_level_) return {};
+  index_vocab();
+  return {};
+}
+
+void bpe_model::index_vocab() {
+  vocab_.reserve(id_to_token_.size());
+  for (std::size_t id = 0; id < id_to_token_.size(); ++id)
+    if (!id_to_token_[id].empty()) vocab_.insert(id_to_token_[id], static_cast<token_id>(id));
+  if (!byte_level_) return;
   // Byte-level words arrive as raw bytes: index the vocabulary by the bytes each string spells.
-  byte_vocab_.reserve(obj.size());
+  byte_vocab_.reserve(id_to_token_.size());
   std::string raw;
   for (std::size_t id = 0; id < id_to_token_.size(); ++id) {
     const std::string& text = id_to_token_[id];
@@ -179,7 +210,6 @@ result<void> bpe_model::load_vocab(simdjson::dom::element vocab) {
     }
     if (all) byte_vocab_.insert(raw, static_cast<token_id>(id));
   }
-  return {};
 }
 
 result<void> bpe_model::load_merges(simdjson::dom::element merges) {
@@ -201,14 +231,19 @@ result<void> bpe_model::load_merges(simdjson::dom::element merges) {
           pair.at(1).get(b) != simdjson::SUCCESS)
         return std::unexpected("merge " + std::to_string(rank) + " is neither \"a b\" nor [\"a\", \"b\"]");
     }
-    joined.assign(a).append(b);
-    const auto ia = find(a), ib = find(b), im = find(joined);
-    if (!ia || !ib || !im)
-      return std::unexpected("merge " + std::to_string(rank) + " (" + std::string(a) + " " + std::string(b) +
-                             ") uses a token missing from the vocabulary");
-    merges_.insert(*ia, *ib, rank, *im);  // a repeated pair keeps its first (best) rank
+    if (auto ok = add_merge(a, b, rank, joined); !ok) return ok;
     ++rank;
   }
+  return {};
+}
+
+result<void> bpe_model::add_merge(std::string_view a, std::string_view b, std::int32_t rank, std::string& joined) {
+  joined.assign(a).append(b);
+  const auto ia = find(a), ib = find(b), im = find(joined);
+  if (!ia || !ib || !im)
+    return std::unexpected("merge " + std::to_string(rank) + " (" + std::string(a) + " " + std::string(b) +
+                           ") uses a token missing from the vocabulary");
+  merges_.insert(*ia, *ib, rank, *im);  // a repeated pair keeps its first (best) rank
   return {};
 }
 

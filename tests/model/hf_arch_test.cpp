@@ -7,6 +7,7 @@
 // engine widens them exactly and accumulates in fp32, so bf16 and fp16 need no looser bound than fp32.
 #include <gtest/gtest.h>
 
+#include "model/engine_runner.hpp"
 #include "model/hf_reference.hpp"
 #include "model/hf_test_model.hpp"
 #include "pagedserve/forward.hpp"
@@ -18,6 +19,7 @@ namespace pagedserve {
 namespace {
 
 using test::arch_spec;
+using test::run_engine;
 
 std::vector<arch_spec> specs() {
   std::vector<arch_spec> v;
@@ -68,41 +70,6 @@ std::vector<arch_spec> specs() {
     v.push_back(s);
   }
   return v;
-}
-
-// Logits of every token of two sequences run through three shared steps: A's prefill with B's first
-// chunk, B's second chunk with A's first decode, then one decode each. Blocks of 4 tokens, shuffled.
-// Returns [sequence][position][vocab].
-std::vector<std::vector<std::vector<float>>> run_engine(const model& m, const kernels::kernel_table& kt,
-                                                        const std::vector<int>& a, const std::vector<int>& b) {
-  constexpr int block_size = 4;
-  const std::vector<std::vector<int>> seqs = {a, b};
-  const std::vector<std::vector<std::int32_t>> tables = {{5, 2}, {7, 0}};
-  kv_cache cache(m.config.n_layers, 8, block_size, m.config.kv_dim());
-  forward_pass fwd(m, kt, 8);
-  std::vector<std::vector<std::vector<float>>> out(2);
-  out[0].resize(a.size());
-  out[1].resize(b.size());
-  // (sequence, first position, count) per step.
-  const std::vector<std::vector<std::array<int, 3>>> steps = {{{0, 0, 6}, {1, 0, 2}}, {{1, 2, 2}, {0, 6, 1}}, {{0, 7, 1}, {1, 4, 1}}};
-  for (const auto& step : steps) {
-    step_batch batch;
-    batch.block_tables = {5, 2, 7, 0};
-    batch.seq_block_offset = {0, 2};
-    for (const auto& [s, first, count] : step)
-      for (int p = first; p < first + count; ++p) {
-        batch.logits_rows.push_back(batch.n_tokens());
-        batch.tokens.push_back(seqs[s][p]);
-        batch.positions.push_back(p);
-        batch.seq_of_token.push_back(s);
-        batch.slots.push_back(tables[s][p / block_size] * block_size + p % block_size);
-      }
-    const float* logits = fwd.run(batch, cache);
-    const int vocab = m.config.vocab_size;
-    for (int r = 0; r < batch.n_tokens(); ++r)
-      out[batch.seq_of_token[r]][batch.positions[r]].assign(logits + r * vocab, logits + (r + 1) * vocab);
-  }
-  return out;
 }
 
 class hf_architecture : public testing::TestWithParam<arch_spec> {};

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/golden_greedy.hpp"
 #include "model/golden_support.hpp"
 #include "model/hf_test_model.hpp"
 #include "pagedserve/forward.hpp"
@@ -96,18 +97,7 @@ TEST_F(stories_converted, greedy_ids_match_run_c_for_every_golden_case) {
   ASSERT_TRUE(m.has_value()) << m.error();
   auto tok = llama2c_tokenizer_load(test::shared_model("tok512.bin"), (*m)->config.vocab_size);
   ASSERT_TRUE(tok.has_value()) << tok.error();
-  const auto cases = test::golden_stories260k();
-  ASSERT_FALSE(cases.empty());
-  for (const auto& c : cases) {
-    SCOPED_TRACE("prompt '" + c.prompt + "'");
-    sampling_params greedy;
-    greedy.temperature = 0;
-    greedy.max_tokens = c.n_generated;
-    const auto prompt = (*tok)->encode(c.prompt, true);
-    const generation g = generate_sequence(**m, **tok, *kernels::kernel_table_select(), prompt, greedy, 0);
-    EXPECT_EQ(std::vector<int>(g.generated.begin(), g.generated.end()), c.generated_ids);
-    EXPECT_EQ(g.stopped, c.stopped_on_bos);
-  }
+  test::expect_golden_greedy_ids(**m, **tok);
 }
 
 TEST_F(stories_converted, bf16_folder_loads_and_stays_close) {

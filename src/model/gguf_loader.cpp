@@ -1,0 +1,344 @@
+// Builds a model from a GGUF file: `<arch>.*` metadata gives the shape, llama.cpp's tensor names
+// (token_embd, blk.N.attn_q, ...) give the weights, each checked against the shape it must have.
+#include <algorithm>
+#include <cstring>
+
+#include <tbb/parallel_for.h>
+
+#include "pagedserve/gguf_model.hpp"
+
+namespace pagedserve {
+namespace {
+
+// Unwraps an expected into `out`, or returns its error from the enclosing function.
+#define PS_TRY(out, expr)                                          \
+  do {                                                             \
+    auto try_result_ = (expr);                                     \
+    if (!try_result_) return std::unexpected(try_result_.error()); \
+    out = *try_result_;                                            \
+  } while (0)
+
+enum class family { llama, qwen2, qwen3, qwen3moe };
+
+struct gguf_arch {
+  model_config config;
+  family arch = family::llama;
+};
+
+std::expected<family, std::string> family_of(std::string_view name) {
+  if (name == "llama") return family::llama;
+  if (name == "qwen2") return family::qwen2;
+  if (name == "qwen3") return family::qwen3;
+  if (name == "qwen3moe") return family::qwen3moe;
+  return std::unexpected("general.architecture '" + std::string(name) +
+                         "' is not supported (supported: llama, qwen2, qwen3, qwen3moe)");
+}
+
+// A required dimension: a positive integer below 2^24.
+std::expected<int, std::string> dim_of(const gguf_file& f, const std::string& key) {
+  auto v = f.get_uint(key);
+  if (!v) return std::unexpected(v.error());
+  if (*v == 0 || *v > (1u << 24)) return std::unexpected(f.name() + ": " + key + " is out of range: " + std::to_string(*v));
+  return static_cast<int>(*v);
+}
+
+std::expected<int, std::string> dim_or(const gguf_file& f, const std::string& key, int fallback) {
+  return f.find(key) ? dim_of(f, key) : std::expected<int, std::string>(fallback);
+}
+
+std::expected<gguf_arch, std::string> read_config(const gguf_file& f) {
+  gguf_arch a;
+  model_config& c = a.config;
+  std::string_view name;
+  PS_TRY(name, f.get_string("general.architecture"));
+  auto fam = family_of(name);
+  if (!fam) return std::unexpected(f.name() + ": " + fam.error());
+  a.arch = *fam;
+  c.architecture = std::string(name);  // GGUF's name: llama, qwen2, qwen3, qwen3moe
+  const std::string p = std::string(name) + ".";
+  PS_TRY(c.dim, dim_of(f, p + "embedding_length"));
+  PS_TRY(c.n_layers, dim_of(f, p + "block_count"));
+  PS_TRY(c.n_heads, dim_of(f, p + "attention.head_count"));
+  PS_TRY(c.n_kv_heads, dim_or(f, p + "attention.head_count_kv", c.n_heads));
+  PS_TRY(c.seq_len, dim_of(f, p + "context_length"));
+  PS_TRY(c.head_dim, dim_or(f, p + "attention.key_length", 0));
+  int value_length = 0;
+  PS_TRY(value_length, dim_or(f, p + "attention.value_length", c.head_size()));
+  auto fail = [&](const std::string& what) { return std::unexpected(f.name() + ": " + what); };
+  if (c.n_heads % c.n_kv_heads != 0) return fail("head_count_kv does not divide head_count");
+  if (c.head_dim == 0 && c.dim % c.n_heads != 0) return fail("head_count does not divide embedding_length");
+  if (c.head_size() % 2 != 0) return fail("head size " + std::to_string(c.head_size()) + " is odd (RoPE needs pairs)");
+  if (value_length != c.head_size()) return fail("attention.value_length differs from key_length (not supported)");
+  int rope_dims = 0;
+  PS_TRY(rope_dims, dim_or(f, p + "rope.dimension_count", c.head_size()));
+  if (rope_dims != c.head_size()) return fail("partial rotary embeddings (rope.dimension_count < head size) are not supported");
+
+  double num = 0.0;
+  PS_TRY(num, f.get_float(p + "attention.layer_norm_rms_epsilon"));
+  c.rms_norm_eps = static_cast<float>(num);
+  num = 10000.0;
+  if (f.find(p + "rope.freq_base")) PS_TRY(num, f.get_float(p + "rope.freq_base"));
+  c.rope_theta = static_cast<float>(num);
+  if (c.rope_theta <= 1.0f || c.rms_norm_eps < 0.0f) return fail("rope.freq_base or layer_norm_rms_epsilon out of range");
+  if (f.find(p + "rope.scaling.type")) {
+    std::string_view type;
+    PS_TRY(type, f.get_string(p + "rope.scaling.type"));
+    if (type == "linear") {
+      PS_TRY(num, f.get_float(p + "rope.scaling.factor"));
+      if (num <= 0) return fail("rope.scaling.factor must be positive");
+      c.rope_scaling.type = rope_scaling_config::kind::linear;
+      c.rope_scaling.factor = static_cast<float>(num);
+    } else if (type != "none") {
+      return fail("rope.scaling.type '" + std::string(type) + "' is not supported (none, linear)");
+    }
+  }
+  // llama.cpp's converter stores llama-arch Q/K rows permuted into interleaved pairs (its
+  // LlamaModel.permute), and runs the model with interleaved RoPE; Qwen keeps HF's rotate-half rows.
+  c.rope = a.arch == family::llama ? kernels::rope_style::interleaved : kernels::rope_style::neox;
+
+  const gguf_tensor_info* embd = f.tensor("token_embd.weight");
+  if (!embd || embd->ne.size() != 2) return fail("missing or non-matrix tensor 'token_embd.weight'");
+  if (embd->ne[1] > (1u << 24)) return fail("token_embd.weight has too many rows");
+  c.vocab_size = static_cast<int>(embd->ne[1]);
+  c.shared_classifier = f.tensor("output.weight") == nullptr;
+
+  if (a.arch == family::qwen3moe) {
+    PS_TRY(c.n_experts, dim_of(f, p + "expert_count"));
+    PS_TRY(c.n_experts_used, dim_of(f, p + "expert_used_count"));
+    PS_TRY(c.expert_hidden_dim, dim_of(f, p + "expert_feed_forward_length"));
+    if (c.n_experts_used > c.n_experts) return fail("expert_used_count exceeds expert_count");
+    c.norm_topk_prob = true;  // llama.cpp's qwen3moe graph always renormalises the top-k weights
+    if (f.find(p + "expert_weights_norm")) PS_TRY(c.norm_topk_prob, f.get_bool(p + "expert_weights_norm"));
+    if (f.find(p + "feed_forward_length")) PS_TRY(c.hidden_dim, dim_of(f, p + "feed_forward_length"));
+  } else {
+    PS_TRY(c.hidden_dim, dim_of(f, p + "feed_forward_length"));
+  }
+  return a;
+}
+
+// Looks tensors up by their llama.cpp names and turns them into weight views (zero copy for
+// F32/F16/BF16) or dequantized buffers (Q8_0/Q4_0), or fp32 vectors for norms and biases.
+class tensor_source {
+ public:
+  tensor_source(const gguf_file& f, model& m, weight_format format) : f_(f), m_(m), format_(format) {}
+
+  bool has(const std::string& name) const { return f_.tensor(name) != nullptr; }
+
+  std::expected<weight, std::string> matrix(const std::string& name, int rows, int cols) {
+    auto t = find(name, {static_cast<std::uint64_t>(cols), static_cast<std::uint64_t>(rows)});
+    if (!t) return std::unexpected(t.error());
+    return matrix_at(**t, 0, rows, cols);
+  }
+
+  // Expert e's [rows, cols] slice of a 3-D [n_experts, rows, cols] tensor (ffn_*_exps).
+  std::expected<weight, std::string> expert(const std::string& name, int e, int n_experts, int rows, int cols) {
+    auto t = find(name, {static_cast<std::uint64_t>(cols), static_cast<std::uint64_t>(rows),
+                         static_cast<std::uint64_t>(n_experts)});
+    if (!t) return std::unexpected(t.error());
+    return matrix_at(**t, static_cast<std::size_t>(e) * rows, rows, cols);
+  }
+
+  std::expected<const float*, std::string> vector(const std::string& name, int n) {
+    auto t = find(name, {static_cast<std::uint64_t>(n)});
+    if (!t) return std::unexpected(t.error());
+    std::vector<float> v(n);
+    if (auto r = rows_to_f32(v.data(), **t, 0, 1, n); !r) return std::unexpected(r.error());
+    return m_.keep(std::move(v));
+  }
+
+ private:
+  std::expected<const gguf_tensor_info*, std::string> find(const std::string& name,
+                                                           const std::vector<std::uint64_t>& ne) const {
+    const gguf_tensor_info* t = f_.tensor(name);
+    if (!t) return std::unexpected("missing tensor '" + name + "' (" + m_.config.architecture + " needs it)");
+    if (t->ne != ne) return std::unexpected("tensor '" + name + "' has dimensions " + dims(t->ne) + ", expected " + dims(ne));
+    return t;
+  }
+
+  static std::string dims(const std::vector<std::uint64_t>& ne) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
+    return s + "]";
+  }
+
+  static std::expected<dtype, std::string> plain_type(const gguf_tensor_info& t) {
+    switch (t.type) {
+      case static_cast<std::uint32_t>(gguf_tensor_type::f32): return dtype::f32;
+      case static_cast<std::uint32_t>(gguf_tensor_type::f16): return dtype::f16;
+      case static_cast<std::uint32_t>(gguf_tensor_type::bf16): return dtype::bf16;
+      default: return std::unexpected("");
+    }
+  }
+
+  std::string unsupported(const gguf_tensor_info& t) const {
+    const std::string name = gguf_tensor_type_name(t.type);
+    return "tensor '" + t.name + "' has " + (name.starts_with("type ") ? "unknown ggml type " : name + ", ggml type ") +
+           std::to_string(t.type) + ", which is not supported (F32, F16, BF16, Q8_0 and Q4_0 are)";
+  }
+
+  // Rows [row0, row0 + n_rows) of t, each `cols` wide, dequantized or widened to fp32.
+  std::expected<void, std::string> rows_to_f32(float* out, const gguf_tensor_info& t, std::size_t row0,
+                                               std::size_t n_rows, std::size_t cols) const {
+    const std::size_t first = row0 * cols, n = n_rows * cols;
+    if (!t.n_bytes) return std::unexpected(unsupported(t));
+    switch (t.type) {
+      case static_cast<std::uint32_t>(gguf_tensor_type::q8_0):
+        gguf_dequantize_q8_0(out, t.data + first / 32 * 34, n);
+        return {};
+      case static_cast<std::uint32_t>(gguf_tensor_type::q4_0):
+        gguf_dequantize_q4_0(out, t.data + first / 32 * 18, n);
+        return {};
+      default: break;
+    }
+    auto type = plain_type(t);
+    if (!type) return std::unexpected(unsupported(t));
+    const std::byte* src = t.data + first * dtype_size(*type);
+    std::vector<std::byte> aligned;  // only for a file whose general.alignment is below the element size
+    if (reinterpret_cast<std::uintptr_t>(src) % dtype_size(*type) != 0) {
+      aligned.assign(src, src + n * dtype_size(*type));
+      src = aligned.data();
+    }
+    weight_row_to_f32(out, weight{src, *type, 1, static_cast<int>(n)}, 0);
+    return {};
+  }
+
+  std::expected<weight, std::string> matrix_at(const gguf_tensor_info& t, std::size_t row0, int rows, int cols) {
+    const std::size_t offset = row0 * cols;
+    if (auto type = plain_type(t)) {
+      const std::byte* data = t.data + offset * dtype_size(*type);
+      // The data section is aligned, so this only copies in a file with a stray alignment of 1.
+      if (reinterpret_cast<std::uintptr_t>(data) % dtype_size(*type) != 0) {
+        std::byte* copy = m_.keep(std::vector<std::byte>(static_cast<std::size_t>(rows) * cols * dtype_size(*type)));
+        std::memcpy(copy, data, static_cast<std::size_t>(rows) * cols * dtype_size(*type));
+        data = copy;
+      }
+      return weight{data, *type, rows, cols};
+    }
+    if (t.type != static_cast<std::uint32_t>(gguf_tensor_type::q8_0) &&
+        t.type != static_cast<std::uint32_t>(gguf_tensor_type::q4_0))
+      return std::unexpected(unsupported(t));
+    // Quantized: dequantize row by row, in parallel, straight into the requested in-memory dtype.
+    const std::size_t n = static_cast<std::size_t>(rows) * cols;
+    if (format_ == weight_format::bf16) {
+      std::uint16_t* dst = m_.keep(std::vector<std::uint16_t>(n));
+      tbb::parallel_for(0, rows, [&](int r) {
+        std::vector<float> row(cols);
+        (void)rows_to_f32(row.data(), t, row0 + r, 1, cols);
+        for (int i = 0; i < cols; ++i) dst[static_cast<std::size_t>(r) * cols + i] = f32_to_bf16(row[i]);
+      });
+      return weight{dst, dtype::bf16, rows, cols};
+    }
+    float* dst = m_.keep(std::vector<float>(n));
+    tbb::parallel_for(0, rows, [&](int r) { (void)rows_to_f32(dst + static_cast<std::size_t>(r) * cols, t, row0 + r, 1, cols); });
+    return weight_f32(dst, rows, cols);
+  }
+
+  const gguf_file& f_;
+  model& m_;
+  weight_format format_;
+};
+
+std::expected<void, std::string> load_layer(tensor_source& src, const model_config& c, int l, layer_weights& w) {
+  const std::string at = "blk." + std::to_string(l) + ".";
+  const int dim = c.dim, qd = c.q_dim(), kvd = c.kv_dim(), hs = c.head_size();
+  PS_TRY(w.rms_att, src.vector(at + "attn_norm.weight", dim));
+  PS_TRY(w.wq, src.matrix(at + "attn_q.weight", qd, dim));
+  PS_TRY(w.wk, src.matrix(at + "attn_k.weight", kvd, dim));
+  PS_TRY(w.wv, src.matrix(at + "attn_v.weight", kvd, dim));
+  PS_TRY(w.wo, src.matrix(at + "attn_output.weight", dim, qd));
+  // Optional parts are loaded when the file has them (Qwen2's q/k/v biases, Llama's attention_bias).
+  if (src.has(at + "attn_q.bias")) {
+    PS_TRY(w.bq, src.vector(at + "attn_q.bias", qd));
+    PS_TRY(w.bk, src.vector(at + "attn_k.bias", kvd));
+    PS_TRY(w.bv, src.vector(at + "attn_v.bias", kvd));
+  }
+  if (src.has(at + "attn_output.bias")) PS_TRY(w.bo, src.vector(at + "attn_output.bias", dim));
+  if (src.has(at + "attn_q_norm.weight") || c.architecture == "qwen3" || c.architecture == "qwen3moe") {
+    PS_TRY(w.q_norm, src.vector(at + "attn_q_norm.weight", hs));
+    PS_TRY(w.k_norm, src.vector(at + "attn_k_norm.weight", hs));
+  }
+  PS_TRY(w.rms_ffn, src.vector(at + "ffn_norm.weight", dim));
+  if (!src.has(at + "ffn_gate_inp.weight")) {
+    PS_TRY(w.w_gate, src.matrix(at + "ffn_gate.weight", c.hidden_dim, dim));
+    PS_TRY(w.w_up, src.matrix(at + "ffn_up.weight", c.hidden_dim, dim));
+    PS_TRY(w.w_down, src.matrix(at + "ffn_down.weight", dim, c.hidden_dim));
+    return {};
+  }
+  if (c.n_experts == 0) return std::unexpected("tensor '" + at + "ffn_gate_inp.weight' in a model without experts");
+  const int eh = c.expert_hidden_dim, ne = c.n_experts;
+  PS_TRY(w.router, src.matrix(at + "ffn_gate_inp.weight", ne, dim));
+  w.experts.resize(ne);
+  for (int e = 0; e < ne; ++e) {
+    PS_TRY(w.experts[e].gate, src.expert(at + "ffn_gate_exps.weight", e, ne, eh, dim));
+    PS_TRY(w.experts[e].up, src.expert(at + "ffn_up_exps.weight", e, ne, eh, dim));
+    PS_TRY(w.experts[e].down, src.expert(at + "ffn_down_exps.weight", e, ne, dim, eh));
+  }
+  return {};
+}
+
+std::expected<void, std::string> load_tensors(const gguf_file& f, model& m, weight_format format) {
+  const model_config& c = m.config;
+  tensor_source src(f, m, format);
+  PS_TRY(m.token_embedding, src.matrix("token_embd.weight", c.vocab_size, c.dim));
+  m.layers.resize(c.n_layers);
+  for (int l = 0; l < c.n_layers; ++l)
+    if (auto r = load_layer(src, c, l, m.layers[l]); !r) return r;
+  PS_TRY(m.rms_final, src.vector("output_norm.weight", c.dim));
+  if (c.shared_classifier)
+    m.classifier = m.token_embedding;
+  else
+    PS_TRY(m.classifier, src.matrix("output.weight", c.vocab_size, c.dim));
+  m.rope_inv_freq = rope_inv_freq_compute(c);
+  if (src.has("rope_freqs.weight")) {  // Llama 3.1 scaling, precomputed: frequency i is divided by factor i
+    const float* factors = nullptr;
+    PS_TRY(factors, src.vector("rope_freqs.weight", c.head_size() / 2));
+    for (std::size_t i = 0; i < m.rope_inv_freq.size(); ++i) m.rope_inv_freq[i] /= factors[i];
+  }
+  return {};
+}
+
+void read_generation(const gguf_file& f, generation_defaults& g) {
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
+    if (auto id = f.get_uint(key); id && *id < (1u << 24)) {
+      const int v = static_cast<int>(*id);
+      if (std::find(g.eos_token_ids.begin(), g.eos_token_ids.end(), v) == g.eos_token_ids.end())
+        g.eos_token_ids.push_back(v);
+    }
+  if (auto id = f.get_uint("tokenizer.ggml.bos_token_id"); id && *id < (1u << 24)) g.bos_token_id = static_cast<int>(*id);
+}
+
+#undef PS_TRY
+
+}  // namespace
+
+std::expected<std::shared_ptr<const model>, std::string> gguf_model_from(const gguf_file& file,
+                                                                         const model_load_options& options) {
+  auto arch = read_config(file);
+  if (!arch) return std::unexpected(arch.error());
+  auto m = std::make_shared<model>();
+  const std::filesystem::path path(file.name());
+  m->name = path.stem().string();
+  if (auto n = file.get_string("general.name"); n && !n->empty()) m->name = std::string(*n);
+  m->config = arch->config;
+  m->storage.push_back(file.storage());
+  read_generation(file, m->generation);
+  if (auto r = load_tensors(file, *m, options.weights); !r) return std::unexpected(file.name() + ": " + r.error());
+  model_convert_weights(*m, options.weights);
+  if (auto r = model_check(*m); !r) return std::unexpected(file.name() + ": " + r.error());
+  return m;
+}
+
+std::expected<std::shared_ptr<const model>, std::string> gguf_model_load(const std::filesystem::path& path,
+                                                                         const model_load_options& options) {
+  auto file = gguf_file::open(path);
+  if (!file) return std::unexpected(file.error());
+  return gguf_model_from(*file, options);
+}
+
+std::optional<std::string> gguf_chat_template(const gguf_file& file) {
+  auto t = file.get_string("tokenizer.chat_template");
+  if (!t) return std::nullopt;
+  return std::string(*t);
+}
+
+}  // namespace pagedserve
