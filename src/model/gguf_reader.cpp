@@ -250,7 +250,7 @@ std::expected<gguf_file, std::string> gguf_file::parse(std::span<const std::byte
   auto version = c.read<std::uint32_t>("version");
   auto n_tensors = c.read<std::uint64_t>("tensor count");
   auto n_kv = c.read<std::uint64_t>("metadata count");
-  if (!version || !n_tensors || !n_kv) return fail("truncated header");
+  if (!version || !n_tensors || !n_kv) return fail("truncated GGUF header");
   if (*version != 2 && *version != 3)
     return fail("GGUF version " + std::to_string(*version) + " is not supported (2 and 3 are)");
   f.version_ = *version;
