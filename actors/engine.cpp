@@ -19,6 +19,17 @@ std::vector<token_id> stop_ids_for(const model& m, const tokenizer& tok, const c
   return ids;
 }
 
+// Attention FLOPs per attended position relative to one token's matmul FLOPs: a query head does a
+// dot product and an axpy of head_size per position (4 FLOPs per element, all heads, all layers),
+// a token 2 FLOPs per weight of every layer's projections and FFN (the experts it uses, for MoE).
+double attention_cost_of(const model_config& c) {
+  const double attention = 4.0 * c.q_dim() * c.n_layers;
+  const double ffn = c.n_experts > 0 ? 3.0 * c.dim * c.expert_hidden_dim * c.n_experts_used + 1.0 * c.dim * c.n_experts
+                                     : 3.0 * c.dim * c.hidden_dim;
+  const double weights = (2.0 * c.dim * c.q_dim() + 2.0 * c.dim * c.kv_dim() + ffn) * c.n_layers;
+  return weights > 0 ? attention / (2.0 * weights) : 0.0;
+}
+
 }  // namespace
 
 engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const model> m,
@@ -33,7 +44,8 @@ engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const mod
       kv_(engine_thread_.executor(), config.kv_blocks, config.block_size),
       scheduler_(engine_thread_.executor(),
                  scheduler_limits{config.max_num_seqs, config.max_num_batched_tokens, model_->config.seq_len,
-                                  config.max_waiting},
+                                  config.max_waiting, config.max_decode_slowdown, 16,
+                                  attention_cost_of(model_->config)},
                  config.block_size),
       executor_(model_, executor_options{config.kv_blocks, config.block_size, config.max_num_batched_tokens,
                                          config.threads, kernels::kernel_table_select(config.kernels)}) {

@@ -124,6 +124,7 @@ std::shared_ptr<step_batch> scheduler_actor::build_batch(const std::vector<std::
 void scheduler_actor::on(step_executed m) {
   if (m.step != step_) return;  // stale
   commit_computed_blocks();
+  policy_.on_step_timed(plan_, m.compute_seconds);
   auto updates = policy_.on_step_executed(plan_, m.sampled);
   // Updates come one per sampled row, in the same order as the executor's logprobs.
   std::vector<std::vector<token_logprobs>> logprobs(updates.size());

@@ -28,6 +28,10 @@ struct engine_config {
   int max_num_seqs = 64;               // sequences per engine step
   int max_num_batched_tokens = 512;    // tokens per engine step (prefill chunks + decodes)
   int max_waiting = 1024;              // queued requests before new ones are refused
+  // Steps carrying decodes take at most this many times as long as the decodes alone: prefill chunks
+  // are cut to fit (by the learnt step cost), which bounds inter-token latency while prompts arrive.
+  // 0 = only max_num_batched_tokens bounds a step.
+  double max_decode_slowdown = 2.0;
   int threads = 0;                     // TBB arena for the kernels; 0 = all cores
   std::string kernels = "auto";        // force a kernel variant: auto, scalar, avx2, avx512
 };

@@ -13,6 +13,7 @@
 #include "pagedserve/ids.hpp"
 #include "pagedserve/request.hpp"
 #include "pagedserve/sampling.hpp"
+#include "pagedserve/step_cost_model.hpp"
 
 namespace pagedserve {
 
@@ -21,6 +22,13 @@ struct scheduler_limits {
   int max_num_batched_tokens = 512;   // tokens per step (decode tokens + prefill chunk tokens)
   int context_len = 0;                // positions a sequence may use (the model's seq_len)
   int max_waiting = 1024;             // queued sequences before new ones are refused
+  // A step that carries decodes may take at most this many times as long as the decodes alone would
+  // (prefill chunks are cut to fit, by the learnt step cost); 0 = no bound, the token budget only.
+  double max_decode_slowdown = 2.0;
+  int min_prefill_chunk = 16;         // prefill always progresses by at least this many tokens a step
+  // A step's work, in token-equivalents: each token, plus this much for every position it attends
+  // over (attention FLOPs relative to a token's matmul FLOPs: see attention_cost_of(model_config)).
+  double attention_cost = 0;
 };
 
 // A sequence as the scheduler tracks it.
@@ -88,6 +96,15 @@ class scheduler_policy {
   std::vector<sequence_update> on_step_executed(const std::vector<step_chunk>& plan,
                                                 const std::vector<token_id>& sampled);
 
+  // The plan's step took this long to compute (feeds the step cost model).
+  void on_step_timed(const std::vector<step_chunk>& plan, double seconds) { cost_.observe(step_work(plan), seconds); }
+  // Work (token-equivalents) of a chunk of n_tokens starting at position first, and of a plan.
+  double chunk_work(int first, int n_tokens) const;
+  double step_work(const std::vector<step_chunk>& plan) const;
+  // Prefill work a step whose decodes do decode_work may add under max_decode_slowdown (unbounded
+  // when there is no bound, no decode, or no fitted cost model yet).
+  double prefill_work_allowance(double decode_work, bool has_decodes) const;
+
   const sequence* find(request_id id) const;
   int n_running() const { return static_cast<int>(running_.size()); }
   int n_waiting() const { return static_cast<int>(waiting_.size()); }
@@ -97,7 +114,7 @@ class scheduler_policy {
   sequence* running_seq(request_id id);
   void preempt(request_id id);
   // How waiting sequence s may be admitted now: nullopt = hold it back; else the fork source, if any.
-  std::optional<std::optional<request_id>> admission_of(sequence& s);
+  std::optional<std::optional<request_id>> admission_of(const sequence& s) const;
 
   scheduler_limits limits_;
   std::deque<sequence> waiting_;           // FIFO; preempted sequences go back to the front
@@ -105,6 +122,7 @@ class scheduler_policy {
   std::unordered_map<request_id, finish_reason> pending_finish_;
   std::uint64_t next_arrival_ = 0;
   std::uint64_t n_preemptions_ = 0;
+  step_cost_model cost_;
 };
 
 }  // namespace pagedserve

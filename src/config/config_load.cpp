@@ -23,6 +23,9 @@ class section_reader {
     if constexpr (std::is_same_v<T, std::string>) {
       if (e.type() == element_type::STRING) out = std::string(std::string_view(e));
       else errors_.push_back(where + " must be a string");
+    } else if constexpr (std::is_floating_point_v<T>) {
+      if (e.is_number()) out = static_cast<T>(double(e));
+      else errors_.push_back(where + " must be a number");
     } else {
       if (e.type() == element_type::INT64) out = static_cast<T>(int64_t(e));
       else if (e.type() == element_type::UINT64) out = static_cast<T>(uint64_t(e));
@@ -75,7 +78,8 @@ std::expected<config, std::vector<std::string>> config_load(const std::filesyste
     section_reader r(*s, "engine", errors);
     r.field("kv_blocks", c.engine.kv_blocks).field("block_size", c.engine.block_size)
         .field("max_num_seqs", c.engine.max_num_seqs).field("max_num_batched_tokens", c.engine.max_num_batched_tokens)
-        .field("max_waiting", c.engine.max_waiting).field("threads", c.engine.threads).field("kernels", c.engine.kernels);
+        .field("max_waiting", c.engine.max_waiting).field("threads", c.engine.threads).field("kernels", c.engine.kernels)
+        .field("max_decode_slowdown", c.engine.max_decode_slowdown);
     r.reject_unknown();
   }
   if (auto s = section("model")) {
@@ -107,6 +111,8 @@ std::vector<std::string> config_validate(const config& c) {
   if (c.engine.block_size < 1 || c.engine.block_size > 1024) e.push_back("engine.block_size must be 1..1024");
   if (c.engine.max_num_seqs < 1) e.push_back("engine.max_num_seqs must be positive");
   if (c.engine.max_num_batched_tokens < 1) e.push_back("engine.max_num_batched_tokens must be positive");
+  if (!(c.engine.max_decode_slowdown == 0 || c.engine.max_decode_slowdown >= 1))
+    e.push_back("engine.max_decode_slowdown must be 0 (no bound) or at least 1");
   if (c.engine.max_waiting < 1) e.push_back("engine.max_waiting must be positive");
   if (c.engine.threads < 0) e.push_back("engine.threads must be >= 0");
   if (c.engine.kernels != "auto" && c.engine.kernels != "scalar" && c.engine.kernels != "avx2" &&

@@ -1,6 +1,7 @@
 #include "pagedserve/scheduler_policy.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "pagedserve/check.hpp"
 
@@ -43,46 +44,90 @@ std::vector<step_chunk> scheduler_policy::plan_step(std::vector<sequence_update>
 
   std::vector<step_chunk> plan;
   int budget = limits_.max_num_batched_tokens;
-  auto add_running = [&](bool decodes) {
-    for (const sequence& s : running_) {
-      const int remaining = static_cast<int>(s.tokens.size()) - s.n_computed;
-      if ((remaining == 1) != decodes || budget == 0) continue;
-      const int n = std::min(remaining, budget);
-      plan.push_back({s.id, s.n_computed, n, n == remaining, false, std::nullopt});
-      budget -= n;
+  double decode_work = 0;
+  for (const sequence& s : running_) {
+    if (static_cast<int>(s.tokens.size()) - s.n_computed != 1 || budget == 0) continue;
+    plan.push_back({s.id, s.n_computed, 1, true, false, std::nullopt});
+    decode_work += chunk_work(s.n_computed, 1);
+    --budget;
+  }
+  // Prefill chunks (running, then new) share what the decodes leave of the slowdown bound.
+  double work_left = prefill_work_allowance(decode_work, !plan.empty());
+  int floor_left = limits_.min_prefill_chunk;  // the first chunks always get this many tokens
+  auto prefill_tokens = [&](int first, int remaining) {
+    int n = std::min(remaining, budget);
+    constexpr double slack = 1e-9;  // rounding in the cost model's arithmetic
+    if (chunk_work(first, n) > work_left + slack) {  // the longest chunk within the work left
+      int lo = 0, hi = n;  // chunk_work grows with the chunk
+      while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (chunk_work(first, mid) <= work_left + slack) lo = mid;
+        else hi = mid - 1;
+      }
+      n = std::max(lo, std::min(n, floor_left));
     }
+    budget -= n;
+    work_left -= chunk_work(first, n);
+    floor_left = std::max(0, floor_left - n);
+    return n;
   };
-  add_running(true);
-  add_running(false);
+  auto can_prefill = [&] { return budget > 0 && (work_left > 0 || floor_left > 0); };
+  for (const sequence& s : running_) {
+    const int remaining = static_cast<int>(s.tokens.size()) - s.n_computed;
+    if (remaining <= 1 || !can_prefill()) continue;
+    const int n = prefill_tokens(s.n_computed, remaining);
+    if (n > 0) plan.push_back({s.id, s.n_computed, n, n == remaining, false, std::nullopt});
+  }
   for (std::size_t w = 0;
-       w < waiting_.size() && budget > 0 && static_cast<int>(running_.size()) < limits_.max_num_seqs;) {
+       w < waiting_.size() && can_prefill() && static_cast<int>(running_.size()) < limits_.max_num_seqs;) {
     const auto admission = admission_of(waiting_[w]);
     if (!admission) {
       ++w;
       continue;
     }
+    const int first = *admission ? waiting_[w].n_prompt - 1 : waiting_[w].n_computed;
+    const int remaining = static_cast<int>(waiting_[w].tokens.size()) - first;
+    const int n = prefill_tokens(first, remaining);
+    if (n == 0) break;  // the step is full
     sequence s = std::move(waiting_[w]);
     waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(w));
     s.arrival = next_arrival_++;
-    if (*admission) s.n_computed = s.n_prompt - 1;
-    const int remaining = static_cast<int>(s.tokens.size()) - s.n_computed;
-    const int n = std::min(remaining, budget);
-    plan.push_back({s.id, s.n_computed, n, n == remaining, true, *admission});
-    budget -= n;
+    s.n_computed = first;
+    s.fork_of.reset();  // admitted once; after a preemption it is recomputed like any sequence
+    plan.push_back({s.id, first, n, n == remaining, true, *admission});
     running_.push_back(std::move(s));
   }
   return plan;
 }
 
-std::optional<std::optional<request_id>> scheduler_policy::admission_of(sequence& s) {
+double scheduler_policy::chunk_work(int first, int n_tokens) const {
+  // Each token attends over positions 0..p: first+1 .. first+n_tokens of them.
+  const double positions = static_cast<double>(n_tokens) * first + 0.5 * n_tokens * (n_tokens + 1.0);
+  return n_tokens + limits_.attention_cost * positions;
+}
+
+double scheduler_policy::step_work(const std::vector<step_chunk>& plan) const {
+  double work = 0;
+  for (const step_chunk& c : plan) work += chunk_work(c.first, c.n_tokens);
+  return work;
+}
+
+double scheduler_policy::prefill_work_allowance(double decode_work, bool has_decodes) const {
+  constexpr double unbounded = std::numeric_limits<double>::infinity();
+  if (limits_.max_decode_slowdown <= 0 || !has_decodes || !cost_.fitted()) return unbounded;
+  // fixed + per_unit * (decodes + prefill) <= slowdown * (fixed + per_unit * decodes)
+  return (limits_.max_decode_slowdown - 1) * cost_.predict(decode_work) / cost_.per_unit_seconds();
+}
+
+std::optional<std::optional<request_id>> scheduler_policy::admission_of(const sequence& s) const {
   if (!s.fork_of) return std::optional<request_id>{};
-  const sequence* source = running_seq(*s.fork_of);
+  auto found = std::ranges::find(running_, *s.fork_of, &sequence::id);
+  const sequence* source = found == running_.end() ? nullptr : &*found;
   const bool prompt_ready = source && source->n_computed >= source->n_prompt;
   if (source && !prompt_ready) return std::nullopt;  // still prefilling: wait for it
   if (!source && std::ranges::any_of(waiting_, [&](const sequence& o) { return o.id == *s.fork_of; }))
     return std::nullopt;  // not started (or preempted): wait for it
   const request_id from = *s.fork_of;
-  s.fork_of.reset();  // admitted once; after a preemption it is recomputed like any sequence
   // Fork only a sequence that has computed this very prompt.
   const bool same_prompt = prompt_ready && source->n_prompt == s.n_prompt && s.n_computed == 0 &&
                            static_cast<int>(s.tokens.size()) == s.n_prompt &&

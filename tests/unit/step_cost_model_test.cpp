@@ -1,0 +1,118 @@
+// The learnt step cost and the prefill allowance it gives the scheduler.
+#include <gtest/gtest.h>
+
+#include "pagedserve/scheduler_policy.hpp"
+#include "pagedserve/step_cost_model.hpp"
+
+#include <cmath>
+
+namespace pagedserve {
+namespace {
+
+TEST(step_cost_model, recovers_fixed_and_per_token_cost_from_varied_steps) {
+  step_cost_model m;
+  EXPECT_FALSE(m.fitted());
+  for (int i = 0; i < 40; ++i) {
+    const int n = 1 + (i * 37) % 200;
+    m.observe(n, 0.010 + 0.0005 * n);
+  }
+  ASSERT_TRUE(m.fitted());
+  EXPECT_NEAR(m.fixed_seconds(), 0.010, 1e-9);
+  EXPECT_NEAR(m.per_unit_seconds(), 0.0005, 1e-12);
+  EXPECT_NEAR(m.predict(16), 0.018, 1e-9);
+}
+
+TEST(step_cost_model, steps_of_one_size_cannot_separate_the_two_costs) {
+  step_cost_model m;
+  for (int i = 0; i < 40; ++i) m.observe(16, 0.02);
+  EXPECT_FALSE(m.fitted());
+}
+
+TEST(step_cost_model, forgets_old_steps_as_the_machine_changes) {
+  step_cost_model m(0.9);
+  for (int i = 0; i < 100; ++i) m.observe(1 + i % 50, 0.010 + 0.001 * (1 + i % 50));
+  for (int i = 0; i < 200; ++i) m.observe(1 + i % 50, 0.020 + 0.002 * (1 + i % 50));
+  EXPECT_NEAR(m.per_unit_seconds(), 0.002, 1e-4);
+  EXPECT_NEAR(m.fixed_seconds(), 0.020, 2e-3);
+}
+
+sequence waiting_seq(std::uint64_t id, int n_prompt) {
+  sequence s;
+  s.id = request_id{id};
+  s.tokens.assign(n_prompt, 3);
+  s.n_prompt = n_prompt;
+  auto p = std::make_shared<sampling_params>();
+  p->max_tokens = 1000;
+  p->ignore_eos = true;
+  s.params = p;
+  return s;
+}
+
+// 10 ms per step plus 1 ms per token (no attention cost in these limits).
+void feed(scheduler_policy& p) {
+  for (int i = 0; i < 20; ++i) {
+    const int n = 1 + i * 7;
+    p.on_step_timed({step_chunk{request_id{1}, 0, n, true, false, std::nullopt}}, 0.010 + 0.001 * n);
+  }
+}
+
+TEST(scheduler_slowdown_bound, prefill_work_is_bounded_so_a_step_with_decodes_takes_at_most_twice_as_long) {
+  scheduler_policy p({64, 512, 4096, 1024, 2.0, 16});
+  feed(p);
+  // 16 decodes alone: 26 ms; twice that leaves 26 tokens of prefill.
+  EXPECT_NEAR(p.prefill_work_allowance(16, true), 26.0, 1e-6);
+  EXPECT_TRUE(std::isinf(p.prefill_work_allowance(0, false))) << "no decode to protect: only the token budget";
+  scheduler_policy unbounded({64, 512, 4096, 1024, 0.0, 16});
+  feed(unbounded);
+  EXPECT_TRUE(std::isinf(unbounded.prefill_work_allowance(16, true)));
+}
+
+TEST(scheduler_slowdown_bound, attention_counts_the_positions_each_token_attends_over) {
+  scheduler_policy p({64, 512, 4096, 1024, 2.0, 16, 0.01});
+  EXPECT_DOUBLE_EQ(p.chunk_work(0, 1), 1 + 0.01 * 1);
+  EXPECT_DOUBLE_EQ(p.chunk_work(100, 10), 10 + 0.01 * (101 + 102 + 103 + 104 + 105 + 106 + 107 + 108 + 109 + 110));
+}
+
+TEST(scheduler_slowdown_bound, a_long_prompt_arriving_beside_16_decodes_is_chunked_to_the_allowance) {
+  scheduler_policy p({64, 512, 4096, 1024, 2.0, 16});
+  for (std::uint64_t i = 0; i < 16; ++i) p.add(waiting_seq(i, 4));
+  std::vector<sequence_update> finished;
+  auto first = p.plan_step(finished);  // 16 short prompts, no decodes yet: not bounded
+  ASSERT_EQ(first.size(), 16u);
+  std::vector<token_id> sampled(16, 9);
+  p.on_step_executed(first, sampled);
+  feed(p);
+  p.add(waiting_seq(100, 2000));
+  auto step = p.plan_step(finished);
+  ASSERT_EQ(step.size(), 17u);
+  int decode_tokens = 0;
+  for (std::size_t i = 0; i < 16; ++i) decode_tokens += step[i].n_tokens;
+  EXPECT_EQ(decode_tokens, 16);
+  EXPECT_EQ(step[16].id, request_id{100});
+  EXPECT_EQ(step[16].n_tokens, 26);
+}
+
+TEST(scheduler_slowdown_bound, deep_in_a_long_prompt_chunks_shrink_as_attention_grows_and_never_below_the_floor) {
+  scheduler_policy p({64, 512, 8192, 1024, 5.0, 16, 0.001});  // 44 units of prefill a step
+  p.add(waiting_seq(1, 2));
+  std::vector<sequence_update> finished;
+  auto first = p.plan_step(finished);
+  p.on_step_executed(first, {9});  // one decoding stream
+  feed(p);
+  p.add(waiting_seq(2, 6000));
+  std::vector<int> chunks;
+  for (int step = 0; step < 400 && p.find(request_id{2})->n_computed < 6000; ++step) {
+    auto plan = p.plan_step(finished);
+    ASSERT_EQ(plan.size(), 2u);
+    chunks.push_back(plan[1].n_tokens);
+    std::vector<token_id> sampled = {9};
+    if (plan[1].samples) sampled.push_back(9);
+    p.on_step_executed(plan, sampled);
+  }
+  ASSERT_GT(chunks.size(), 3u);
+  EXPECT_GT(chunks.front(), chunks[chunks.size() - 2]) << "later chunks attend over more positions";
+  for (std::size_t i = 0; i + 1 < chunks.size(); ++i) EXPECT_GE(chunks[i], 16);  // the last one is what was left
+}
+
+}  // namespace
+}  // namespace pagedserve
