@@ -41,7 +41,7 @@ engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const mod
       stop_ids_(stop_ids_for(*model_, *tokenizer_, chat.get())),
       chat_(std::move(chat)),
       metrics_(model_->config.seq_len),
-      kv_(engine_thread_.executor(), config.kv_blocks, config.block_size),
+      kv_(engine_thread_.executor(), config.kv_blocks, config.block_size, config.prefix_caching),
       scheduler_(engine_thread_.executor(),
                  scheduler_limits{config.max_num_seqs, config.max_num_batched_tokens, model_->config.seq_len,
                                   config.max_waiting, config.max_decode_slowdown, 16,

@@ -5,8 +5,9 @@
 
 namespace pagedserve {
 
-kv_allocator_actor::kv_allocator_actor(const boost::asio::any_io_executor& ex, int n_blocks, int block_size)
-    : actor(ex), blocks_(n_blocks, block_size), log_(actor_logger("kv")) {}
+kv_allocator_actor::kv_allocator_actor(const boost::asio::any_io_executor& ex, int n_blocks, int block_size,
+                                       bool prefix_caching)
+    : actor(ex), blocks_(n_blocks, block_size, prefix_caching), log_(actor_logger("kv")) {}
 
 void kv_allocator_actor::on(allocate_step m) {
   step_allocated reply{m.step, std::nullopt, {}, {}, {}};

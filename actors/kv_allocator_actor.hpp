@@ -17,7 +17,7 @@ namespace pagedserve {
 
 class kv_allocator_actor : public actor<kv_allocator_actor, kv_allocator_mailbox> {
  public:
-  kv_allocator_actor(const boost::asio::any_io_executor& ex, int n_blocks, int block_size);
+  kv_allocator_actor(const boost::asio::any_io_executor& ex, int n_blocks, int block_size, bool prefix_caching);
   void connect(mailbox_ref<scheduler_mailbox>& scheduler) { scheduler_ = &scheduler; }
 
   void on(allocate_step m);

@@ -16,20 +16,11 @@ results="$root/load-tests/results"
 mkdir -p "$results"
 [ -f "$model" ] || "$make_model" "$model" 768 2048 12 12 12 32000 4096 0 1
 
-log="$results/itl-long-prompt-server.log"
+# shellcheck source=load-tests/server_lib.sh
+. "$root/load-tests/server_lib.sh"
 # shellcheck disable=SC2086
-"$pagedserve" serve --model "$model" --tokenizer "$tokenizer" --host 127.0.0.1 --port 0 --kv-blocks 2048 \
-  --max-num-seqs 64 --max-num-batched-tokens 512 ${SERVER_ARGS:-} 2> "$log" &
-server=$!
-trap 'kill -TERM $server 2>/dev/null; sleep 1; kill -KILL $server 2>/dev/null || true' EXIT
-port=""
-for _ in $(seq 1 300); do
-  port="$(grep -o 'on http://127.0.0.1:[0-9]*' "$log" | head -1 | sed 's/.*://')" || true
-  [ -n "$port" ] && break
-  kill -0 $server 2>/dev/null || { cat "$log" >&2; exit 1; }
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "server did not start" >&2; exit 1; }
+start_server "$results/itl-long-prompt-server.log" --model "$model" --tokenizer "$tokenizer" --kv-blocks 2048 \
+  --max-num-seqs 64 --max-num-batched-tokens 512 ${SERVER_ARGS:-}
 target="ws://127.0.0.1:$port/v1/ws"
 
 streams() {  # 16 streams of 384 tokens each

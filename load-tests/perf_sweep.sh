@@ -32,19 +32,10 @@ case "${1:-s110m}" in
   *) echo "usage: $0 s110m|stories260K" >&2; exit 2 ;;
 esac
 
-log="$results/$name-server.log"
+# shellcheck source=load-tests/server_lib.sh
+. "$root/load-tests/server_lib.sh"
 # shellcheck disable=SC2086
-"$pagedserve" serve --model "$model" --tokenizer "$tokenizer" --host 127.0.0.1 --port 0 $server_args 2> "$log" &
-server=$!
-trap 'kill -TERM $server 2>/dev/null; sleep 1; kill -KILL $server 2>/dev/null || true' EXIT
-port=""
-for _ in $(seq 1 300); do
-  port="$(grep -o 'on http://127.0.0.1:[0-9]*' "$log" | head -1 | sed 's/.*://')" || true
-  [ -n "$port" ] && break
-  kill -0 $server 2>/dev/null || { cat "$log" >&2; exit 1; }
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "server did not start" >&2; cat "$log" >&2; exit 1; }
+start_server "$results/$name-server.log" --model "$model" --tokenizer "$tokenizer" $server_args
 
 "$loadgen" --target "ws://127.0.0.1:$port/v1/ws" --concurrency "$levels" --prompt-tokens 101 --max-tokens 128 \
   --ignore-eos --tokenizer "$tokenizer" --label "pagedserve $name ws" \

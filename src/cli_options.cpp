@@ -25,7 +25,7 @@ std::string cli_usage() {
   return R"(usage:
   pagedserve serve    [--config FILE] [--model M.bin] [--tokenizer T.bin] [--host H] [--port P]
                       [--kv-blocks N] [--block-size N] [--max-num-seqs N] [--max-num-batched-tokens N]
-                      [--max-decode-slowdown X]
+                      [--max-decode-slowdown X] [--prefix-caching on|off]
                       [--threads N] [--kernels auto|scalar|avx2|avx512] [--log-level L]
                       [--max-waiting N] [--max-body-bytes N] [--api-key KEY] [--cors-allow-origin O]
                       [--served-model-name NAME]
@@ -84,6 +84,10 @@ std::expected<cli_options, std::vector<std::string>> cli_parse(int argc, char** 
     else if (name == "max-num-seqs") ok = parse_number(value, c.engine.max_num_seqs);
     else if (name == "max-num-batched-tokens") ok = parse_number(value, c.engine.max_num_batched_tokens);
     else if (name == "max-decode-slowdown") ok = parse_number(value, c.engine.max_decode_slowdown);
+    else if (name == "prefix-caching") {
+      ok = value == "on" || value == "off";
+      c.engine.prefix_caching = value == "on";
+    }
     else if (name == "threads") ok = parse_number(value, c.engine.threads);
     else if (name == "kernels") c.engine.kernels = value;
     else if (name == "log-level") c.log_level = value;

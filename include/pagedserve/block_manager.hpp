@@ -24,7 +24,8 @@ namespace pagedserve {
 
 class block_manager {
  public:
-  block_manager(int n_blocks, int block_size);
+  // prefix_caching false: match_prefix never matches and no block enters the cache.
+  block_manager(int n_blocks, int block_size, bool prefix_caching = true);
 
   // Starts a sequence's table with the cached blocks that hold a prefix of `tokens` (never the last
   // token: its logits must be computed). Returns how many tokens those blocks hold.
@@ -85,6 +86,7 @@ class block_manager {
   void free_queue_push_back(int b);
 
   int block_size_;
+  bool prefix_caching_;
   std::vector<std::int32_t> refcount_;  // [n_blocks]
   // The free queue: a doubly linked list over block ids (-1 = none), LRU first.
   std::vector<std::int32_t> free_prev_, free_next_;

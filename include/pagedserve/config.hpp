@@ -32,6 +32,7 @@ struct engine_config {
   // are cut to fit (by the learnt step cost), which bounds inter-token latency while prompts arrive.
   // 0 = only max_num_batched_tokens bounds a step.
   double max_decode_slowdown = 2.0;
+  bool prefix_caching = true;          // reuse computed KV blocks of shared prompt prefixes
   int threads = 0;                     // TBB arena for the kernels; 0 = all cores
   std::string kernels = "auto";        // force a kernel variant: auto, scalar, avx2, avx512
 };

@@ -23,6 +23,9 @@ class section_reader {
     if constexpr (std::is_same_v<T, std::string>) {
       if (e.type() == element_type::STRING) out = std::string(std::string_view(e));
       else errors_.push_back(where + " must be a string");
+    } else if constexpr (std::is_same_v<T, bool>) {
+      if (e.type() == element_type::BOOL) out = bool(e);
+      else errors_.push_back(where + " must be true or false");
     } else if constexpr (std::is_floating_point_v<T>) {
       if (e.is_number()) out = static_cast<T>(double(e));
       else errors_.push_back(where + " must be a number");
@@ -79,7 +82,8 @@ std::expected<config, std::vector<std::string>> config_load(const std::filesyste
     r.field("kv_blocks", c.engine.kv_blocks).field("block_size", c.engine.block_size)
         .field("max_num_seqs", c.engine.max_num_seqs).field("max_num_batched_tokens", c.engine.max_num_batched_tokens)
         .field("max_waiting", c.engine.max_waiting).field("threads", c.engine.threads).field("kernels", c.engine.kernels)
-        .field("max_decode_slowdown", c.engine.max_decode_slowdown);
+        .field("max_decode_slowdown", c.engine.max_decode_slowdown)
+        .field("prefix_caching", c.engine.prefix_caching);
     r.reject_unknown();
   }
   if (auto s = section("model")) {

@@ -16,8 +16,9 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
 
 }  // namespace
 
-block_manager::block_manager(int n_blocks, int block_size)
+block_manager::block_manager(int n_blocks, int block_size, bool prefix_caching)
     : block_size_(block_size),
+      prefix_caching_(prefix_caching),
       refcount_(n_blocks, 0),
       free_prev_(n_blocks, -1),
       free_next_(n_blocks, -1),
@@ -72,6 +73,7 @@ int block_manager::match_prefix(request_id seq, std::span<const token_id> tokens
   ps_check(!seqs_.contains(seq), "match_prefix: sequence already has blocks");
   sequence_blocks& s = seqs_[seq];
   s.salt_hash = mix(salt);
+  if (!prefix_caching_) return 0;
   prefix_queries_ += tokens.size();
   // Only blocks wholly before the last token: its logits must be computed.
   const int max_blocks = tokens.empty() ? 0 : static_cast<int>(tokens.size() - 1) / block_size_;
@@ -157,7 +159,7 @@ void block_manager::commit_full_blocks(request_id seq, int first_block, std::spa
     const std::uint64_t h = block_hash(s.last_hash(), block_tokens);
     const int b = s.table[s.n_committed].value;
     // The first block computed for a prefix stays its cache entry; a twin computed meanwhile is not cached.
-    if (!hash_of_[b] && !cached_.contains(h)) {
+    if (prefix_caching_ && !hash_of_[b] && !cached_.contains(h)) {
       cached_.emplace(h, block_id{b});
       hash_of_[b] = h;
       parent_of_[b] = s.last_hash();

@@ -93,6 +93,18 @@ TEST(block_manager_prefix_cache, committed_blocks_are_reused_by_a_later_prompt_w
   EXPECT_FALSE(m.find_invariant_violation());
 }
 
+TEST(block_manager_prefix_cache, switched_off_nothing_is_cached_or_matched) {
+  block_manager m(16, 4, false);
+  const auto prompt = iota_tokens(10);
+  EXPECT_EQ(m.match_prefix(request_id{1}, prompt, 0), 0);
+  ASSERT_TRUE(m.ensure_capacity(request_id{1}, 10));
+  m.commit_full_blocks(request_id{1}, 0, std::span(prompt).first(8));
+  EXPECT_EQ(m.n_blocks_cached(), 0);
+  EXPECT_EQ(m.match_prefix(request_id{2}, prompt, 0), 0);
+  EXPECT_EQ(m.prefix_queries(), 0u);
+  EXPECT_FALSE(m.find_invariant_violation());
+}
+
 TEST(block_manager_prefix_cache, never_matches_the_block_holding_the_last_token_nor_other_salts) {
   block_manager m(16, 4);
   const auto prompt = iota_tokens(8);

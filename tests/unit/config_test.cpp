@@ -32,6 +32,19 @@ TEST(config, values_override_defaults) {
   EXPECT_EQ(c->engine.max_num_seqs, engine_config{}.max_num_seqs);
 }
 
+TEST(config, scheduling_bounds_and_prefix_caching_are_read_and_checked) {
+  auto c = config_load(write_temp("d.json", R"({"engine":{"max_decode_slowdown":1.5,"prefix_caching":false}})"));
+  ASSERT_TRUE(c.has_value()) << c.error().front();
+  EXPECT_DOUBLE_EQ(c->engine.max_decode_slowdown, 1.5);
+  EXPECT_FALSE(c->engine.prefix_caching);
+  auto wrong = config_load(write_temp("e.json", R"({"engine":{"max_decode_slowdown":"2","prefix_caching":1}})"));
+  ASSERT_FALSE(wrong.has_value());
+  EXPECT_EQ(wrong.error().size(), 2u);
+  config bad;
+  bad.engine.max_decode_slowdown = 0.5;  // would leave no room even for the decodes
+  EXPECT_EQ(config_validate(bad).size(), 1u);
+}
+
 TEST(config, unknown_keys_and_wrong_types_are_all_reported) {
   auto c = config_load(write_temp("b.json", R"({"server":{"port":"x","colour":1},"engine":{"kv_blocks":1.5},"extra":{}})"));
   ASSERT_FALSE(c.has_value());

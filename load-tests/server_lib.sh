@@ -1,0 +1,29 @@
+# Sourced by the load-test scripts: starts `pagedserve serve` on a free loopback port.
+#   start_server LOG [serve flags...]   sets $server (pid) and $port; the server is killed on exit
+#   stop_server                         ends it (SIGTERM, then SIGKILL)
+start_server() {
+  local log="$1"
+  shift
+  "$pagedserve" serve --host 127.0.0.1 --port 0 "$@" 2> "$log" &
+  server=$!
+  trap stop_server EXIT
+  port=""
+  for _ in $(seq 1 600); do
+    port="$(grep -o 'on http://127.0.0.1:[0-9]*' "$log" | head -1 | sed 's/.*://')" || true
+    [ -n "$port" ] && return 0
+    kill -0 "$server" 2>/dev/null || { cat "$log" >&2; exit 1; }
+    sleep 0.1
+  done
+  echo "server did not start" >&2
+  cat "$log" >&2
+  exit 1
+}
+
+stop_server() {
+  [ -n "${server:-}" ] || return 0
+  kill -TERM "$server" 2>/dev/null || true
+  for _ in $(seq 1 50); do kill -0 "$server" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$server" 2>/dev/null || true
+  wait "$server" 2>/dev/null || true
+  server=""
+}

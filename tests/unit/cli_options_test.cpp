@@ -1,0 +1,35 @@
+// `pagedserve serve` flags override the config, and a bad value is an error naming the flag.
+#include <gtest/gtest.h>
+
+#include "src/cli_options.hpp"
+
+namespace pagedserve {
+namespace {
+
+std::expected<cli_options, std::vector<std::string>> parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "pagedserve");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  return cli_parse(static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(cli_options, scheduling_flags_override_the_defaults) {
+  auto o = parse({"serve", "--max-decode-slowdown", "1.5", "--prefix-caching", "off", "--max-num-seqs", "8"});
+  ASSERT_TRUE(o.has_value()) << o.error().front();
+  EXPECT_DOUBLE_EQ(o->settings.engine.max_decode_slowdown, 1.5);
+  EXPECT_FALSE(o->settings.engine.prefix_caching);
+  EXPECT_EQ(o->settings.engine.max_num_seqs, 8);
+  auto on = parse({"serve", "--prefix-caching", "on"});
+  ASSERT_TRUE(on.has_value());
+  EXPECT_TRUE(on->settings.engine.prefix_caching);
+}
+
+TEST(cli_options, bad_values_are_errors) {
+  EXPECT_FALSE(parse({"serve", "--prefix-caching", "maybe"}).has_value());
+  EXPECT_FALSE(parse({"serve", "--max-decode-slowdown", "fast"}).has_value());
+  EXPECT_FALSE(parse({"serve", "--max-decode-slowdown", "0.5"}).has_value());
+  EXPECT_FALSE(parse({"serve", "--no-such-flag", "1"}).has_value());
+}
+
+}  // namespace
+}  // namespace pagedserve
