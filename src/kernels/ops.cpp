@@ -96,41 +96,96 @@ void swiglu(const kernel_table& kt, float* gate, const float* up, int n_tokens, 
   });
 }
 
+namespace {
+
+// Consecutive tokens of one sequence (a prefill chunk, or one decode token) attended together.
+struct query_tile {
+  int first_token = 0;
+  int n_tokens = 0;
+};
+
+std::vector<query_tile> query_tiles(const attention_batch& batch, int max_tile) {
+  std::vector<query_tile> tiles;
+  for (int t = 0; t < batch.n_tokens; ++t) {
+    if (!tiles.empty()) {
+      query_tile& last = tiles.back();
+      const int prev = last.first_token + last.n_tokens - 1;
+      if (last.n_tokens < max_tile && batch.seq_of_token[prev] == batch.seq_of_token[t]) {
+        ++last.n_tokens;
+        continue;
+      }
+    }
+    tiles.push_back({t, 1});
+  }
+  return tiles;
+}
+
+}  // namespace
+
 void paged_attention(const kernel_table& kt, float* out, const float* q, const paged_kv_layer& kv,
                      const attention_batch& batch, int n_heads, int n_kv_heads, int head_size) {
+  // Work item: (tile of up to 8 tokens of one sequence, kv head). Each K/V block is read once for all
+  // the tile's tokens and all query heads sharing the kv head (GQA), and softmax is online: per block,
+  // rescale what was accumulated by exp(old max - new max), then add the block's weighted values.
+  // Every query row goes through the same blocks in the same order whatever tile it is in, so the
+  // result does not depend on the step's composition (batch invariance).
+  constexpr int max_tile = 8;
   const int dim = n_heads * head_size;
   const int group = n_heads / n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_size));
-  // One score buffer per worker thread, grown to the longest context seen; reused across steps.
-  static tbb::enumerable_thread_specific<std::vector<float>> score_buffers;
-  tbb::parallel_for(0, batch.n_tokens * n_heads, [&](int th) {
-    const int t = th / n_heads, h = th % n_heads;
-    std::vector<float>& scores = score_buffers.local();
-    if (scores.size() < static_cast<std::size_t>(batch.max_context)) scores.resize(batch.max_context);
-    const int seq = batch.seq_of_token[t];
-    const int n_ctx = batch.pos_of_token[t] + 1;
+  const std::vector<query_tile> tiles = query_tiles(batch, max_tile);
+  struct row_state {
+    std::vector<float> acc, max, sum, scores;
+  };
+  static tbb::enumerable_thread_specific<row_state> states;
+  tbb::parallel_for(0, static_cast<int>(tiles.size()) * n_kv_heads, [&](int item) {
+    const query_tile tile = tiles[item / n_kv_heads];
+    const int kvh = item % n_kv_heads;
+    const int n_rows = tile.n_tokens * group;  // row r: token first + r / group, head kvh * group + r % group
+    row_state& st = states.local();
+    st.acc.assign(static_cast<std::size_t>(n_rows) * head_size, 0.0f);
+    st.max.assign(n_rows, -INFINITY);
+    st.sum.assign(n_rows, 0.0f);
+    st.scores.resize(static_cast<std::size_t>(kv.block_size));
+    const int seq = batch.seq_of_token[tile.first_token];
     const std::int32_t* table = batch.block_tables + batch.seq_block_offset[seq];
-    const float* qh = q + static_cast<std::size_t>(t) * dim + h * head_size;
-    const int kv_off = (h / group) * head_size;
-    float max_score = -INFINITY;
-    for (int p = 0; p < n_ctx; ++p) {
-      const float* k = kv.k_base + table[p / kv.block_size] * kv.block_stride +
-                       static_cast<std::size_t>(p % kv.block_size) * kv.kv_dim + kv_off;
-      scores[p] = kt.dot(qh, k, head_size) * scale;
-      max_score = std::max(max_score, scores[p]);
+    const int last_pos = batch.pos_of_token[tile.first_token + tile.n_tokens - 1];
+    const std::size_t kv_off = static_cast<std::size_t>(kvh) * head_size;
+    for (int b = 0; b * kv.block_size <= last_pos; ++b) {
+      const int p0 = b * kv.block_size;
+      const float* k_block = kv.k_base + table[b] * kv.block_stride + kv_off;
+      const float* v_block = kv.v_base + table[b] * kv.block_stride + kv_off;
+      for (int r = 0; r < n_rows; ++r) {
+        const int t = tile.first_token + r / group, h = kvh * group + r % group;
+        const int n = std::min(kv.block_size, batch.pos_of_token[t] + 1 - p0);  // causal: up to its own position
+        if (n <= 0) continue;
+        const float* qh = q + static_cast<std::size_t>(t) * dim + static_cast<std::size_t>(h) * head_size;
+        float block_max = -INFINITY;
+        for (int j = 0; j < n; ++j) {
+          st.scores[j] = kt.dot(qh, k_block + static_cast<std::size_t>(j) * kv.kv_dim, head_size) * scale;
+          block_max = std::max(block_max, st.scores[j]);
+        }
+        float* acc = st.acc.data() + static_cast<std::size_t>(r) * head_size;
+        const float new_max = std::max(st.max[r], block_max);
+        if (new_max > st.max[r]) {
+          const float rescale = std::exp(st.max[r] - new_max);  // 0 for the first block
+          st.sum[r] *= rescale;
+          for (int i = 0; i < head_size; ++i) acc[i] *= rescale;
+          st.max[r] = new_max;
+        }
+        for (int j = 0; j < n; ++j) {
+          const float w = std::exp(st.scores[j] - new_max);
+          st.sum[r] += w;
+          kt.axpy(acc, w, v_block + static_cast<std::size_t>(j) * kv.kv_dim, head_size);
+        }
+      }
     }
-    float sum = 0.0f;
-    for (int p = 0; p < n_ctx; ++p) {
-      scores[p] = std::exp(scores[p] - max_score);
-      sum += scores[p];
-    }
-    const float inv_sum = 1.0f / sum;
-    float* oh = out + static_cast<std::size_t>(t) * dim + h * head_size;
-    std::fill(oh, oh + head_size, 0.0f);
-    for (int p = 0; p < n_ctx; ++p) {
-      const float* v = kv.v_base + table[p / kv.block_size] * kv.block_stride +
-                       static_cast<std::size_t>(p % kv.block_size) * kv.kv_dim + kv_off;
-      kt.axpy(oh, scores[p] * inv_sum, v, head_size);
+    for (int r = 0; r < n_rows; ++r) {
+      const int t = tile.first_token + r / group, h = kvh * group + r % group;
+      const float inv_sum = 1.0f / st.sum[r];
+      const float* acc = st.acc.data() + static_cast<std::size_t>(r) * head_size;
+      float* oh = out + static_cast<std::size_t>(t) * dim + static_cast<std::size_t>(h) * head_size;
+      for (int i = 0; i < head_size; ++i) oh[i] = acc[i] * inv_sum;
     }
   });
 }

@@ -172,6 +172,55 @@ TEST_P(kernel_table_test, paged_attention_matches_reference) {
   check_paged_attention(kt(), 4, 4, 12, rng_);
 }
 
+// A query row's attention output is bit-identical whatever tile it lands in: alone as a decode token,
+// or at any offset of a prefill chunk, beside other sequences or not.
+TEST_P(kernel_table_test, paged_attention_is_batch_invariant) {
+  constexpr int block_size = 16, n_heads = 8, n_kv_heads = 2, head_size = 16, len = 45;
+  const int kv_dim = n_kv_heads * head_size, dim = n_heads * head_size;
+  const std::size_t block_stride = static_cast<std::size_t>(block_size) * kv_dim;
+  const int n_blocks = 8;
+  auto k_pool = random_vector(n_blocks * block_stride, rng_, -2.0f, 2.0f);
+  auto v_pool = random_vector(n_blocks * block_stride, rng_);
+  const paged_kv_layer kv{k_pool.data(), v_pool.data(), block_stride, block_size, kv_dim};
+  const std::vector<std::int32_t> tables = {5, 1, 7, 2, 0, 3};  // sequence 0: blocks 5 1 7; sequence 1: 2 0 3
+  const auto q_all = random_vector(static_cast<std::size_t>(len) * dim, rng_, -2.0f, 2.0f);  // a query per position
+
+  // Runs the given (sequence, position) tokens as one step; returns each token's output row.
+  auto run = [&](const std::vector<std::pair<int, int>>& tokens) {
+    std::vector<std::int32_t> seq_of, pos_of;
+    std::vector<float> q;
+    int max_context = 0;
+    for (auto [seq, pos] : tokens) {
+      seq_of.push_back(seq);
+      pos_of.push_back(pos);
+      q.insert(q.end(), q_all.begin() + static_cast<std::ptrdiff_t>(pos) * dim,
+               q_all.begin() + static_cast<std::ptrdiff_t>(pos + 1) * dim);
+      max_context = std::max(max_context, pos + 1);
+    }
+    const std::int32_t offsets[] = {0, 3};
+    const attention_batch batch{seq_of.data(), pos_of.data(), tables.data(), offsets,
+                                static_cast<int>(tokens.size()), max_context};
+    std::vector<float> out(q.size());
+    ops::paged_attention(kt(), out.data(), q.data(), kv, batch, n_heads, n_kv_heads, head_size);
+    return out;
+  };
+  auto row = [&](const std::vector<float>& out, int i) {
+    return std::vector<float>(out.begin() + static_cast<std::ptrdiff_t>(i) * dim,
+                              out.begin() + static_cast<std::ptrdiff_t>(i + 1) * dim);
+  };
+  const auto alone = run({{0, 40}});
+  std::vector<std::pair<int, int>> chunk;  // positions 29..44 of sequence 0 behind a decode of sequence 1
+  chunk.push_back({1, 20});
+  for (int p = 29; p < len; ++p) chunk.push_back({0, p});
+  const auto batched = run(chunk);
+  EXPECT_EQ(row(batched, 1 + (40 - 29)), row(alone, 0));
+  std::vector<std::pair<int, int>> other_split;  // positions 37..44 only
+  for (int p = 37; p < len; ++p) other_split.push_back({0, p});
+  const auto split = run(other_split);
+  EXPECT_EQ(row(split, 40 - 37), row(alone, 0));
+  EXPECT_EQ(row(split, 44 - 37), row(batched, 1 + (44 - 29)));
+}
+
 // out rows must not depend on which tokens share the step nor on how the output rows are split.
 TEST_P(kernel_table_test, matmul_is_batch_invariant) {
   constexpr int n_batch = 37;

@@ -1,0 +1,101 @@
+// ops::paged_attention against reference::paged_attention (the scalar two-pass loop, run in the same
+// process as the baseline) on s110m's heads (12 x 64, no GQA) and TinyLlama's (32 query heads over 4
+// kv heads x 64): decode steps of 16 sequences, and one prefill chunk deep in a long prompt.
+// Reports GFLOP/s (QK and AV: 4 FLOPs per head element per attended position), the K/V bytes a step
+// must read at least once (every attended block of every kv head) per second, and ratio_vs_reference.
+//
+//   ./build/load-tests/bench_attention
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <map>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "pagedserve/kernels.hpp"
+
+namespace {
+
+using namespace pagedserve::kernels;
+
+struct attention_case {
+  const char* name;
+  int n_heads, n_kv_heads, head_size;
+  int n_seqs, context, tokens_per_seq;  // each sequence's step: its last tokens_per_seq positions
+};
+
+constexpr attention_case cases[] = {
+    {"s110m_decode16_ctx512", 12, 12, 64, 16, 512, 1},
+    {"tinyllama_decode16_ctx512", 32, 4, 64, 16, 512, 1},
+    {"s110m_prefill64_at_ctx2048", 12, 12, 64, 1, 2048, 64},
+    {"tinyllama_prefill64_at_ctx2048", 32, 4, 64, 1, 2048, 64},
+};
+
+std::map<std::string, double>& reference_seconds() {
+  static std::map<std::string, double> m;
+  return m;
+}
+
+void bench(benchmark::State& state, attention_case c, const kernel_table* kt) {
+  constexpr int block_size = 16;
+  const int kv_dim = c.n_kv_heads * c.head_size, dim = c.n_heads * c.head_size;
+  const int blocks_per_seq = (c.context + block_size - 1) / block_size;
+  const std::size_t block_stride = static_cast<std::size_t>(block_size) * kv_dim;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> k(static_cast<std::size_t>(c.n_seqs) * blocks_per_seq * block_stride);
+  std::vector<float> v(k.size());
+  for (float& f : k) f = dist(rng);
+  for (float& f : v) f = dist(rng);
+  std::vector<std::int32_t> tables(static_cast<std::size_t>(c.n_seqs) * blocks_per_seq);
+  std::iota(tables.begin(), tables.end(), 0);
+  std::shuffle(tables.begin(), tables.end(), rng);
+  std::vector<std::int32_t> offsets, seq_of, pos_of;
+  for (int s = 0; s < c.n_seqs; ++s) {
+    offsets.push_back(s * blocks_per_seq);
+    for (int p = c.context - c.tokens_per_seq; p < c.context; ++p) {
+      seq_of.push_back(s);
+      pos_of.push_back(p);
+    }
+  }
+  const int n_tokens = static_cast<int>(seq_of.size());
+  std::vector<float> q(static_cast<std::size_t>(n_tokens) * dim), out(q.size());
+  for (float& f : q) f = dist(rng);
+  const paged_kv_layer kv{k.data(), v.data(), block_stride, block_size, kv_dim};
+  const attention_batch batch{seq_of.data(), pos_of.data(), tables.data(), offsets.data(), n_tokens, c.context};
+
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    if (kt) ops::paged_attention(*kt, out.data(), q.data(), kv, batch, c.n_heads, c.n_kv_heads, c.head_size);
+    else reference::paged_attention(out.data(), q.data(), kv, batch, c.n_heads, c.n_kv_heads, c.head_size);
+    benchmark::DoNotOptimize(out.data());
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / state.iterations();
+  double positions = 0;
+  for (int p : pos_of) positions += p + 1;
+  const double flops = 4.0 * positions * c.n_heads * c.head_size;
+  const double kv_bytes = 2.0 * c.n_seqs * c.context * kv_dim * sizeof(float);
+  state.counters["GFLOP/s"] = flops / seconds / 1e9;
+  state.counters["KV_GB/s"] = kv_bytes / seconds / 1e9;
+  if (!kt) reference_seconds()[c.name] = seconds;
+  else if (auto it = reference_seconds().find(c.name); it != reference_seconds().end())
+    state.counters["ratio_vs_reference"] = it->second / seconds;
+}
+
+const bool registered = [] {
+  for (const attention_case& c : cases) {
+    benchmark::RegisterBenchmark((std::string(c.name) + "/reference").c_str(), bench, c, nullptr)
+        ->Unit(benchmark::kMillisecond);
+    for (const kernel_table* kt : kernel_tables_supported())
+      benchmark::RegisterBenchmark((std::string(c.name) + "/" + std::string(isa_name(kt->which))).c_str(), bench, c, kt)
+          ->Unit(benchmark::kMillisecond);
+  }
+  return true;
+}();
+
+}  // namespace
+
+BENCHMARK_MAIN();
