@@ -86,7 +86,13 @@ struct attention_batch {
   const std::int32_t* seq_block_offset = nullptr; // [n_seqs] start of each sequence's table
   int n_tokens = 0;
   int max_context = 0;                            // longest pos+1 in the batch (score buffer size)
+  int window = 0;  // sliding-window attention: > 0, a token at pos sees only positions > pos - window
 };
+
+// The first position a token at pos attends to.
+constexpr int attention_start(const attention_batch& b, int pos) {
+  return b.window > 0 && pos >= b.window ? pos - b.window + 1 : 0;
+}
 
 namespace reference {
 void matmul(float* out, const float* x, const float* w, int n_tokens, int n_in, int n_out);

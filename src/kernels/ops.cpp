@@ -150,18 +150,21 @@ void paged_attention(const kernel_table& kt, float* out, const float* q, const p
     const int seq = batch.seq_of_token[tile.first_token];
     const std::int32_t* table = batch.block_tables + batch.seq_block_offset[seq];
     const int last_pos = batch.pos_of_token[tile.first_token + tile.n_tokens - 1];
+    const int first_start = attention_start(batch, batch.pos_of_token[tile.first_token]);
     const std::size_t kv_off = static_cast<std::size_t>(kvh) * head_size;
-    for (int b = 0; b * kv.block_size <= last_pos; ++b) {
+    for (int b = first_start / kv.block_size; b * kv.block_size <= last_pos; ++b) {
       const int p0 = b * kv.block_size;
       const float* k_block = kv.k_base + table[b] * kv.block_stride + kv_off;
       const float* v_block = kv.v_base + table[b] * kv.block_stride + kv_off;
       for (int r = 0; r < n_rows; ++r) {
         const int t = tile.first_token + r / group, h = kvh * group + r % group;
-        const int n = std::min(kv.block_size, batch.pos_of_token[t] + 1 - p0);  // causal: up to its own position
-        if (n <= 0) continue;
+        // Causal, up to its own position; from the window's start when there is one.
+        const int n = std::min(kv.block_size, batch.pos_of_token[t] + 1 - p0);
+        const int j0 = std::max(0, attention_start(batch, batch.pos_of_token[t]) - p0);
+        if (n <= j0) continue;
         const float* qh = q + static_cast<std::size_t>(t) * dim + static_cast<std::size_t>(h) * head_size;
         float block_max = -INFINITY;
-        for (int j = 0; j < n; ++j) {
+        for (int j = j0; j < n; ++j) {
           st.scores[j] = kt.dot(qh, k_block + static_cast<std::size_t>(j) * kv.kv_dim, head_size) * scale;
           block_max = std::max(block_max, st.scores[j]);
         }
@@ -173,7 +176,7 @@ void paged_attention(const kernel_table& kt, float* out, const float* q, const p
           for (int i = 0; i < head_size; ++i) acc[i] *= rescale;
           st.max[r] = new_max;
         }
-        for (int j = 0; j < n; ++j) {
+        for (int j = j0; j < n; ++j) {
           const float w = std::exp(st.scores[j] - new_max);
           st.sum[r] += w;
           kt.axpy(acc, w, v_block + static_cast<std::size_t>(j) * kv.kv_dim, head_size);

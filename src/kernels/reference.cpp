@@ -103,24 +103,25 @@ void paged_attention(float* out, const float* q, const paged_kv_layer& kv, const
   for (int t = 0; t < batch.n_tokens; ++t) {
     const int seq = batch.seq_of_token[t];
     const int n_ctx = batch.pos_of_token[t] + 1;
+    const int start = attention_start(batch, batch.pos_of_token[t]);
     const std::int32_t* table = batch.block_tables + batch.seq_block_offset[seq];
     for (int h = 0; h < n_heads; ++h) {
       const float* qh = q + static_cast<std::size_t>(t) * dim + h * head_size;
       const int kv_off = (h / group) * head_size;
-      for (int p = 0; p < n_ctx; ++p) {
+      for (int p = start; p < n_ctx; ++p) {
         const float* k = kv.k_base + table[p / kv.block_size] * kv.block_stride +
                          static_cast<std::size_t>(p % kv.block_size) * kv.kv_dim + kv_off;
         float s = 0.0f;
         for (int i = 0; i < head_size; ++i) s += qh[i] * k[i];
-        scores[p] = s * scale;
+        scores[p - start] = s * scale;
       }
-      softmax(scores, n_ctx);
+      softmax(scores, n_ctx - start);
       float* oh = out + static_cast<std::size_t>(t) * dim + h * head_size;
       for (int i = 0; i < head_size; ++i) oh[i] = 0.0f;
-      for (int p = 0; p < n_ctx; ++p) {
+      for (int p = start; p < n_ctx; ++p) {
         const float* v = kv.v_base + table[p / kv.block_size] * kv.block_stride +
                          static_cast<std::size_t>(p % kv.block_size) * kv.kv_dim + kv_off;
-        for (int i = 0; i < head_size; ++i) oh[i] += scores[p] * v[i];
+        for (int i = 0; i < head_size; ++i) oh[i] += scores[p - start] * v[i];
       }
     }
   }

@@ -91,6 +91,7 @@ float* forward_pass::run(const step_batch& b, const kv_cache& cache) {
       std::memcpy(cache.key_at(l, b.slots[t]), &k_[static_cast<std::size_t>(t) * kv_dim], kv_dim * sizeof(float));
       std::memcpy(cache.value_at(l, b.slots[t]), &v_[static_cast<std::size_t>(t) * kv_dim], kv_dim * sizeof(float));
     }
+    ab.window = c.attention_window(l);
     ops::paged_attention(kt_, att_.data(), q_.data(), cache.layer(l), ab, c.n_heads, c.n_kv_heads, hs);
     ops::matmul(kt_, xb2_.data(), att_.data(), w.wo, T);
     if (w.bo) ops::add_bias(xb2_.data(), w.bo, T, dim);

@@ -5,6 +5,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 
 namespace pagedserve::hf {
@@ -165,21 +166,23 @@ std::expected<std::vector<char>, std::string> moe_layers(const fields& f, int n_
   return moe;
 }
 
-// Mistral's (and Qwen's, when enabled) sliding window: with a context no longer than the window,
-// sliding-window attention is full attention, so the served context is clamped to it.
-std::expected<void, std::string> clamp_to_sliding_window(const fields& f, parsed_config& p) {
-  bool enabled = p.arch == family::llama;  // Mistral: a non-null sliding_window is always in force
+// Mistral's sliding window (a non-null sliding_window is always in force) and Qwen2/3's (only with
+// use_sliding_window, and only from layer max_window_layers on, as transformers' layer_types).
+std::expected<void, std::string> sliding_window(const fields& f, parsed_config& p) {
+  bool enabled = p.arch == family::llama;
+  std::optional<std::int64_t> first_layer;
   if (p.arch != family::llama) {
     std::optional<bool> use;
     PS_TRY(use, f.opt_bool("use_sliding_window"));
     enabled = use.value_or(false);
+    PS_TRY(first_layer, f.opt_int("max_window_layers"));
   }
   std::optional<std::int64_t> window;
   PS_TRY(window, f.opt_int("sliding_window"));
   if (!enabled || !window || *window <= 0 || *window >= p.config.seq_len) return {};
-  p.notes.push_back("sliding-window attention is not implemented: context limited to the " + std::to_string(*window) +
-                    "-token window (of " + std::to_string(p.config.seq_len) + ")");
-  p.config.seq_len = static_cast<int>(*window);
+  if (*window > std::numeric_limits<int>::max()) return std::unexpected(f.error("sliding_window", "is too large"));
+  p.config.sliding_window = static_cast<int>(*window);
+  p.config.first_sliding_layer = static_cast<int>(std::clamp<std::int64_t>(first_layer.value_or(0), 0, p.config.n_layers));
   return {};
 }
 
@@ -249,7 +252,7 @@ std::expected<parsed_config, std::string> config_parse(std::string_view json) {
   }
   const bool any_dense = std::find(p.moe_layer.begin(), p.moe_layer.end(), 0) != p.moe_layer.end();
   if (any_dense || f.get("intermediate_size")) PS_TRY(c.hidden_dim, f.dim("intermediate_size"));
-  if (auto r = clamp_to_sliding_window(f, p); !r) return std::unexpected(r.error());
+  if (auto r = sliding_window(f, p); !r) return std::unexpected(r.error());
 
   std::vector<int> ids;
   PS_TRY(p.generation.eos_token_ids, f.int_or_ints("eos_token_id"));

@@ -125,7 +125,8 @@ TEST_P(kernel_table_test, dot_axpy_match_scalar_loops) {
 
 // Builds a paged KV pool with shuffled block tables and a step mixing decode tokens and
 // chunked-prefill tokens, then compares ops::paged_attention with the reference.
-void check_paged_attention(const kernel_table& kt, int n_heads, int n_kv_heads, int head_size, std::mt19937& rng) {
+void check_paged_attention(const kernel_table& kt, int n_heads, int n_kv_heads, int head_size, std::mt19937& rng,
+                           int window = 0) {
   constexpr int block_size = 16;
   const int kv_dim = n_kv_heads * head_size;
   // (sequence length, tokens of this step at its end): decode steps and prefill chunks.
@@ -154,7 +155,7 @@ void check_paged_attention(const kernel_table& kt, int n_heads, int n_kv_heads, 
   const paged_kv_layer kv{k_pool.data(), v_pool.data(), block_stride, block_size, kv_dim};
   const int n_tokens = static_cast<int>(seq_of_token.size());
   const attention_batch batch{seq_of_token.data(), pos_of_token.data(), block_tables.data(),
-                              seq_block_offset.data(), n_tokens, max_context};
+                              seq_block_offset.data(), n_tokens, max_context, window};
   const int dim = n_heads * head_size;
   const auto q = random_vector(static_cast<std::size_t>(n_tokens) * dim, rng, -2.0f, 2.0f);
   std::vector<float> got(q.size(), -7.0f), want(q.size(), 7.0f);
@@ -170,6 +171,10 @@ TEST_P(kernel_table_test, paged_attention_matches_reference) {
   }
   SCOPED_TRACE("MHA 4/4 head_size=12");
   check_paged_attention(kt(), 4, 4, 12, rng_);
+  for (int window : {1, 5, 16, 21}) {  // sliding windows inside, at and across block boundaries
+    SCOPED_TRACE("window " + std::to_string(window));
+    check_paged_attention(kt(), 8, 2, 16, rng_, window);
+  }
 }
 
 // A query row's attention output is bit-identical whatever tile it lands in: alone as a decode token,

@@ -41,6 +41,17 @@ std::vector<arch_spec> specs() {
     s.theta = 1e6;
     v.push_back(s);
   }
+  {  // Mistral with a 3-token sliding window (the 8-token prompt runs past it in every layer)
+    arch_spec s = test::make_spec("mistral_window", "MistralForCausalLM", 32, 45, 2, 4, 2, 0);
+    s.sliding_window = 3;
+    v.push_back(s);
+  }
+  {  // Qwen2 with use_sliding_window: layer 0 full attention, layer 1 a 4-token window
+    arch_spec s = test::make_spec("qwen2_window", "Qwen2ForCausalLM", 32, 40, 2, 4, 2, 0);
+    s.qkv_bias = true;
+    s.sliding_window = 4, s.max_window_layers = 1;
+    v.push_back(s);
+  }
   {  // Qwen2: q/k/v biases, tied
     arch_spec s = test::make_spec("qwen2", "Qwen2ForCausalLM", 32, 40, 2, 4, 2, 0);
     s.qkv_bias = true;

@@ -42,15 +42,17 @@ class hf_reference {
         std::vector<double> att(qd, 0.0);
         for (int h = 0; h < s_.heads; ++h) {
           const int kvh = h / (s_.heads / s_.kv_heads);
-          std::vector<double> scores(p + 1);
-          for (int j = 0; j <= p; ++j) {
+          // transformers' sliding-window mask: key j is seen when j > p - window.
+          const int w = s_.window(l), first = w > 0 ? std::max(0, p - w + 1) : 0;
+          std::vector<double> scores(p + 1 - first);
+          for (int j = first; j <= p; ++j) {
             double dot = 0.0;
             for (int i = 0; i < hd; ++i) dot += q[p][h * hd + i] * k[j][kvh * hd + i];
-            scores[j] = dot / std::sqrt(static_cast<double>(hd));
+            scores[j - first] = dot / std::sqrt(static_cast<double>(hd));
           }
           softmax(scores);
-          for (int j = 0; j <= p; ++j)
-            for (int i = 0; i < hd; ++i) att[h * hd + i] += scores[j] * v[j][kvh * hd + i];
+          for (int j = first; j <= p; ++j)
+            for (int i = 0; i < hd; ++i) att[h * hd + i] += scores[j - first] * v[j][kvh * hd + i];
         }
         add(x[p], linear(at + "self_attn.o_proj", att, s_.attention_bias));
       }

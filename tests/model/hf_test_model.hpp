@@ -34,6 +34,14 @@ struct arch_spec {
   int experts = 0, top_k = 0, moe_hidden = 0, sparse_step = 1;
   bool norm_topk = false;
   std::vector<int> mlp_only_layers;
+  // Sliding-window attention: Mistral's sliding_window, or Qwen's with use_sliding_window from
+  // layer max_window_layers on. 0 = none.
+  int sliding_window = 0, max_window_layers = 0;
+
+  int window(int layer) const {
+    const bool qwen = architecture.rfind("Qwen", 0) == 0;
+    return !qwen || layer >= max_window_layers ? sliding_window : 0;
+  }
 
   int hd() const { return head_dim > 0 ? head_dim : dim / heads; }
   bool moe_layer(int l) const {
@@ -87,7 +95,11 @@ inline std::string spec_config_json(const arch_spec& s) {
     for (std::size_t i = 0; i < s.mlp_only_layers.size(); ++i) j += (i ? "," : "") + std::to_string(s.mlp_only_layers[i]);
     j += "]";
   }
-  if (s.architecture == "MistralForCausalLM") j += ", \"sliding_window\": null";
+  if (s.architecture == "MistralForCausalLM")
+    j += ", \"sliding_window\": " + (s.sliding_window > 0 ? std::to_string(s.sliding_window) : std::string("null"));
+  else if (s.sliding_window > 0)
+    j += ", \"use_sliding_window\": true, \"sliding_window\": " + std::to_string(s.sliding_window) +
+         ", \"max_window_layers\": " + std::to_string(s.max_window_layers);
   return j + "}";
 }
 
