@@ -126,9 +126,9 @@ void add_bias(float* x, const float* bias, int n_tokens, int n);
 void rmsnorm(const kernel_table& kt, float* out, const float* x, const float* weight, int n_rows, int dim,
              float eps);
 // The step's rotation table, computed once and shared by every layer: cos/sin[t, i] of
-// positions[t] * inv_freq[i]; cos, sin: [n_tokens, n_freq].
+// positions[t] * inv_freq[i], times scale (YaRN's attention factor); cos, sin: [n_tokens, n_freq].
 void rope_angles(float* cos, float* sin, const std::int32_t* positions, int n_tokens, const float* inv_freq,
-                 int n_freq);
+                 int n_freq, float scale = 1.0f);
 // Rotates x[n_tokens, n_heads*head_size] by a table from rope_angles (n_freq = head_size/2), as
 // reference::rope with inv_freq: the result is in rotate-half order. head_size <= 1024.
 void rope(float* x, const float* cos, const float* sin, int n_tokens, int n_heads, int head_size, rope_style style);

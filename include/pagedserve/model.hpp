@@ -22,12 +22,18 @@ namespace pagedserve {
 
 // How rope_theta's frequencies are rescaled for long context (HF config.json's rope_scaling).
 struct rope_scaling_config {
-  enum class kind { none, linear, llama3 };
+  enum class kind { none, linear, llama3, yarn };
   kind type = kind::none;
   float factor = 1.0f;            // linear: positions / factor; llama3: low frequencies / factor
   float low_freq_factor = 1.0f;   // llama3: wavelengths above original_max_position / this are scaled
   float high_freq_factor = 4.0f;  // llama3: wavelengths below original_max_position / this are kept
-  int original_max_position = 8192;  // llama3: the pre-extension context, in tokens
+  int original_max_position = 8192;  // llama3, yarn: the pre-extension context, in tokens
+  // yarn: dimensions turning fewer than beta_slow times over the original context are interpolated
+  // (slowed by factor), more than beta_fast times extrapolated (kept), ramped between; cos and sin
+  // are scaled by attention_factor (HF's _compute_yarn_parameters).
+  float beta_fast = 32.0f, beta_slow = 1.0f;
+  bool truncate = true;
+  float attention_factor = 1.0f;  // any kind: scales the rotated queries and keys (1 but for yarn)
 };
 
 struct model_config {

@@ -56,13 +56,13 @@ void rmsnorm(const kernel_table& kt, float* out, const float* x, const float* we
 }
 
 void rope_angles(float* cos, float* sin, const std::int32_t* positions, int n_tokens, const float* inv_freq,
-                 int n_freq) {
+                 int n_freq, float scale) {
   // The reference's arithmetic: angle = pos * inv_freq[i] in fp32, then cos and sin of it.
   tbb::parallel_for(0, n_tokens, [&](int t) {
     for (int i = 0; i < n_freq; ++i) {
       const float angle = positions[t] * inv_freq[i];
-      cos[static_cast<std::size_t>(t) * n_freq + i] = std::cos(angle);
-      sin[static_cast<std::size_t>(t) * n_freq + i] = std::sin(angle);
+      cos[static_cast<std::size_t>(t) * n_freq + i] = std::cos(angle) * scale;
+      sin[static_cast<std::size_t>(t) * n_freq + i] = std::sin(angle) * scale;
     }
   });
 }

@@ -69,7 +69,8 @@ float* forward_pass::run(const step_batch& b, const kv_cache& cache) {
     weight_row_to_f32(&x_[static_cast<std::size_t>(t) * dim], model_.token_embedding, id);
   }
   // Every layer turns its queries and keys by the same per-token angles.
-  ops::rope_angles(rope_cos_.data(), rope_sin_.data(), b.positions.data(), T, model_.rope_inv_freq.data(), hs / 2);
+  ops::rope_angles(rope_cos_.data(), rope_sin_.data(), b.positions.data(), T, model_.rope_inv_freq.data(), hs / 2,
+                   c.rope_scaling.attention_factor);
 
   for (int l = 0; l < c.n_layers; ++l) {
     const layer_weights& w = model_.layers[l];

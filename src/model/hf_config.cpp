@@ -5,6 +5,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <optional>
 
@@ -110,7 +111,34 @@ std::expected<family, std::string> architecture(const fields& f, std::string& na
                          "Qwen3ForCausalLM, Qwen3MoeForCausalLM)");
 }
 
-std::expected<rope_scaling_config, std::string> rope_scaling(const fields& f) {
+// HF's _compute_yarn_parameters: the original context from rope_scaling (else max_position_embeddings),
+// attention_factor given, or from mscale / mscale_all_dim, or 0.1 ln(factor) + 1.
+std::expected<rope_scaling_config, std::string> yarn_scaling(const fields& r, rope_scaling_config s, int max_position) {
+  s.type = rope_scaling_config::kind::yarn;
+  std::optional<std::int64_t> original;
+  PS_TRY(original, r.opt_int("original_max_position_embeddings"));
+  s.original_max_position = original && *original > 0 ? static_cast<int>(*original) : max_position;
+  std::optional<double> attention, mscale, mscale_all_dim, beta_fast, beta_slow;
+  PS_TRY(attention, r.opt_number("attention_factor"));
+  PS_TRY(mscale, r.opt_number("mscale"));
+  PS_TRY(mscale_all_dim, r.opt_number("mscale_all_dim"));
+  PS_TRY(beta_fast, r.opt_number("beta_fast"));
+  PS_TRY(beta_slow, r.opt_number("beta_slow"));
+  std::optional<bool> truncate;
+  PS_TRY(truncate, r.opt_bool("truncate"));
+  auto get_mscale = [&](double m) { return s.factor <= 1 ? 1.0 : 0.1 * m * std::log(s.factor) + 1.0; };
+  if (attention) s.attention_factor = static_cast<float>(*attention);
+  else if (mscale && mscale_all_dim && *mscale != 0 && *mscale_all_dim != 0)
+    s.attention_factor = static_cast<float>(get_mscale(*mscale) / get_mscale(*mscale_all_dim));
+  else s.attention_factor = static_cast<float>(get_mscale(1.0));
+  if (beta_fast && *beta_fast != 0) s.beta_fast = static_cast<float>(*beta_fast);
+  if (beta_slow && *beta_slow != 0) s.beta_slow = static_cast<float>(*beta_slow);
+  s.truncate = truncate.value_or(true);
+  if (s.beta_fast <= 0 || s.beta_slow <= 0) return std::unexpected("config.json rope_scaling: yarn betas must be positive");
+  return s;
+}
+
+std::expected<rope_scaling_config, std::string> rope_scaling(const fields& f, int max_position) {
   rope_scaling_config s;
   auto e = f.get("rope_scaling");
   if (!e) return s;
@@ -129,8 +157,10 @@ std::expected<rope_scaling_config, std::string> rope_scaling(const fields& f) {
     s.type = rope_scaling_config::kind::linear;
     return s;
   }
+  if (*type == "yarn") return yarn_scaling(r, s, max_position);
   if (*type != "llama3")
-    return std::unexpected("config.json rope_scaling: type '" + *type + "' is not supported (default, linear, llama3)");
+    return std::unexpected("config.json rope_scaling: type '" + *type +
+                           "' is not supported (default, linear, llama3, yarn)");
   s.type = rope_scaling_config::kind::llama3;
   std::optional<double> low, high;
   PS_TRY(low, r.opt_number("low_freq_factor"));
@@ -223,7 +253,7 @@ std::expected<parsed_config, std::string> config_parse(std::string_view json) {
   PS_TRY(num, f.opt_number("partial_rotary_factor"));
   if (num && *num != 1.0) return std::unexpected("config.json: partial_rotary_factor other than 1 is not supported");
   c.rope = kernels::rope_style::neox;  // HF checkpoints store q/k rows for rotate_half
-  PS_TRY(c.rope_scaling, rope_scaling(f));
+  PS_TRY(c.rope_scaling, rope_scaling(f, c.seq_len));
 
   std::optional<bool> flag;
   PS_TRY(flag, f.opt_bool("tie_word_embeddings"));

@@ -36,6 +36,27 @@ std::vector<float> rope_inv_freq_compute(const model_config& c) {
       }
       break;
     }
+    case rope_scaling_config::kind::yarn: {
+      // The correction range: dims whose wavelength fits beta rotations in the original context.
+      const double dim = hs, base = c.rope_theta, old_len = s.original_max_position;
+      auto correction_dim = [&](double rotations) {
+        return dim * std::log(old_len / (rotations * 2.0 * std::numbers::pi)) / (2.0 * std::log(base));
+      };
+      double low = correction_dim(s.beta_fast), high = correction_dim(s.beta_slow);
+      if (s.truncate) low = std::floor(low), high = std::ceil(high);
+      low = std::max(low, 0.0);
+      high = std::min(high, dim - 1);
+      if (low == high) high += 0.001;
+      for (int i = 0; i < hs / 2; ++i) {
+        // Computed in fp32 as torch does: base^(2i/dim), then the ramp.
+        const float pos_freq = std::pow(c.rope_theta, static_cast<float>(2 * i) / static_cast<float>(hs));
+        const float extrapolation = 1.0f / pos_freq, interpolation = 1.0f / (s.factor * pos_freq);
+        const float ramp = std::clamp(static_cast<float>((i - low) / (high - low)), 0.0f, 1.0f);
+        const float keep = 1.0f - ramp;  // share of the unscaled frequency
+        inv[i] = interpolation * (1.0f - keep) + extrapolation * keep;
+      }
+      break;
+    }
   }
   return inv;
 }

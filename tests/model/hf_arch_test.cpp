@@ -52,6 +52,18 @@ std::vector<arch_spec> specs() {
     s.sliding_window = 4, s.max_window_layers = 1;
     v.push_back(s);
   }
+  {  // Qwen3 with YaRN: factor 4 over a 16-token original context (every band: kept, ramped, slowed)
+    arch_spec s = test::make_spec("qwen3_yarn", "Qwen3ForCausalLM", 32, 40, 2, 2, 1, 32);
+    s.qk_norm = true;
+    s.theta = 10000.0;
+    s.yarn_scaling = true, s.factor = 4.0, s.original_max_pos = 16;
+    v.push_back(s);
+  }
+  {  // Llama with YaRN and an explicit attention_factor
+    arch_spec s = test::make_spec("llama_yarn", "LlamaForCausalLM", 32, 40, 2, 4, 2, 0);
+    s.yarn_scaling = true, s.factor = 2.0, s.original_max_pos = 64, s.yarn_attention_factor = 1.3;
+    v.push_back(s);
+  }
   {  // Qwen2: q/k/v biases, tied
     arch_spec s = test::make_spec("qwen2", "Qwen2ForCausalLM", 32, 40, 2, 4, 2, 0);
     s.qkv_bias = true;

@@ -120,8 +120,8 @@ TEST_F(hf_corrupt, config_problems_name_the_field) {
   expect_error({"architecture 'GPT2LMHeadModel' is not supported"});
   edit_config("\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"");
   expect_error({"hidden_act 'gelu'"});
-  edit_config("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}");
-  expect_error({"rope_scaling", "yarn"});
+  edit_config("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"longrope\", \"factor\": 4.0}");
+  expect_error({"rope_scaling", "longrope"});
   edit_config("\"num_key_value_heads\": 2", "\"num_key_value_heads\": 3");
   expect_error({"num_key_value_heads"});
   write_config("{\"architectures\": [\"Qwen3ForCausalLM\"], ");

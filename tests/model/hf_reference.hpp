@@ -72,6 +72,7 @@ class hf_reference {
     const int hd = s_.hd();
     std::vector<double> inv(hd / 2);
     for (int i = 0; i < hd / 2; ++i) inv[i] = 1.0 / std::pow(s_.theta, 2.0 * i / hd);
+    if (s_.yarn_scaling) return yarn(inv);
     if (!s_.llama3_scaling) return inv;
     const double low_wavelen = s_.original_max_pos / s_.low_freq_factor;
     const double high_wavelen = s_.original_max_pos / s_.high_freq_factor;
@@ -133,13 +134,35 @@ class hf_reference {
   }
 
   // q * cos + rotate_half(q) * sin, rotate_half(q) = cat(-q[half:], q[:half]).
+  // transformers' _compute_yarn_parameters (beta_fast 32, beta_slow 1, truncate), in double.
+  std::vector<double> yarn(std::vector<double> extrapolation) const {
+    const double dim = s_.hd(), base = s_.theta;
+    auto correction_dim = [&](double rot) {
+      return dim * std::log(s_.original_max_pos / (rot * 2 * std::numbers::pi)) / (2 * std::log(base));
+    };
+    const double low = std::max(std::floor(correction_dim(32)), 0.0);
+    double high = std::min(std::ceil(correction_dim(1)), dim - 1);
+    if (low == high) high += 0.001;
+    for (std::size_t i = 0; i < extrapolation.size(); ++i) {
+      const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
+      const double extrapolation_factor = 1 - ramp;
+      extrapolation[i] = extrapolation[i] / s_.factor * (1 - extrapolation_factor) + extrapolation[i] * extrapolation_factor;
+    }
+    return extrapolation;
+  }
+  double attention_factor() const {
+    if (!s_.yarn_scaling) return 1.0;
+    return s_.yarn_attention_factor > 0 ? s_.yarn_attention_factor : 0.1 * std::log(s_.factor) + 1.0;
+  }
+
   void rotate_half_rope(std::vector<double>& x, int pos) const {
     const int hd = s_.hd(), half = hd / 2;
     const auto inv = inv_freq();
+    const double scale = attention_factor();  // yarn scales cos and sin
     for (std::size_t h = 0; h * hd < x.size(); ++h) {
       double* v = x.data() + h * hd;
       for (int i = 0; i < half; ++i) {
-        const double c = std::cos(pos * inv[i]), s = std::sin(pos * inv[i]);
+        const double c = std::cos(pos * inv[i]) * scale, s = std::sin(pos * inv[i]) * scale;
         const double a = v[i], b = v[i + half];
         v[i] = a * c - b * s;
         v[i + half] = b * c + a * s;

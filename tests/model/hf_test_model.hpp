@@ -29,6 +29,8 @@ struct arch_spec {
   bool qkv_bias = false;        // Qwen2: q/k/v biases, always
   bool qk_norm = false;         // Qwen3: per-head q_norm/k_norm
   bool llama3_scaling = false;  // rope_scaling llama3 with the factors below
+  bool yarn_scaling = false;    // rope_scaling yarn with factor and original_max_pos (and attention_factor if > 0)
+  double yarn_attention_factor = 0;
   double factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0;
   int original_max_pos = 32;
   int experts = 0, top_k = 0, moe_hidden = 0, sparse_step = 1;
@@ -85,6 +87,10 @@ inline std::string spec_config_json(const arch_spec& s) {
          ", \"low_freq_factor\": " + std::to_string(s.low_freq_factor) +
          ", \"high_freq_factor\": " + std::to_string(s.high_freq_factor) +
          ", \"original_max_position_embeddings\": " + std::to_string(s.original_max_pos) + "}";
+  else if (s.yarn_scaling)
+    j += ", \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": " + std::to_string(s.factor) +
+         ", \"original_max_position_embeddings\": " + std::to_string(s.original_max_pos) +
+         (s.yarn_attention_factor > 0 ? ", \"attention_factor\": " + std::to_string(s.yarn_attention_factor) : "") + "}";
   else
     j += ", \"rope_scaling\": null";
   if (s.experts > 0) {
