@@ -124,6 +124,36 @@ TEST(engine, kv_pool_is_whole_after_500_random_requests_with_cancels_and_preempt
 namespace pagedserve {
 namespace {
 
+// A KV pool far too small for the load: sequences are preempted and recomputed, yet every one of 64
+// greedy requests ends with exactly the ids it produces alone.
+TEST(engine, a_tiny_kv_pool_preempts_and_every_one_of_64_requests_is_still_correct) {
+  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
+  const loaded s = load_stories();
+  boost::asio::io_context io;
+  engine_config cfg;
+  cfg.kv_blocks = 24;  // 384 tokens for 64 requests of up to ~90 tokens each
+  cfg.max_num_seqs = 32;
+  cfg.max_num_batched_tokens = 48;
+  engine e(io.get_executor(), s.weights, s.vocabulary, cfg);
+  auto link = std::make_shared<test::recording_link>();
+  std::vector<std::string> prompts;
+  for (int i = 0; i < 64; ++i) prompts.push_back(eight_prompts[i % 8] + std::string(i / 8, ' ') + std::to_string(i));
+  for (int i = 0; i < 64; ++i) test::start_request(e, link, "r" + std::to_string(i), prompts[i], greedy(40 + i % 30));
+  ASSERT_TRUE(test::run_until(io, [&] { return link->n_ended() == 64; }, std::chrono::seconds(120)));
+  const auto got = link->requests();
+  const auto* kt = kernels::kernel_table_select(cfg.kernels);
+  for (int i = 0; i < 64; ++i) {
+    const auto prompt = s.vocabulary->encode(prompts[i], true);
+    const generation alone = generate_sequence(*s.weights, *s.vocabulary, *kt, prompt, greedy(40 + i % 30), 0);
+    const auto& r = got.at("r" + std::to_string(i));
+    EXPECT_EQ(r.ids, alone.generated) << prompts[i];
+    EXPECT_EQ(r.n_final, 1);
+  }
+  const engine_status st = test::status_of(io, e);
+  EXPECT_GT(st.scheduler.preemptions, 0u) << "the pool was meant to force preemption";
+  EXPECT_EQ(st.kv.blocks_free, st.kv.blocks_total);
+}
+
 TEST(engine, prefix_cache_hits_give_the_same_greedy_ids_as_computing_alone) {
   PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
   const loaded s = load_stories();
