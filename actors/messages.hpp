@@ -34,11 +34,23 @@ struct request_rejected {  // not admitted: the waiting queue is full
   std::string code;
   std::string message;
 };
+// Why a request is being ended by the server rather than finishing: its final event is this error.
+struct request_error {
+  std::string code;     // stable, machine-readable: shutting_down, request_timeout, client_too_slow
+  std::string message;  // for people
+};
+struct request_failed {  // ended with an error after admission (finish_request/finish_all carrying one)
+  request_id id;
+  request_error error;
+  usage used;
+};
 // From the client's connection:
-struct start_generation {};   // tokenize, validate against the context, submit
-struct cancel_generation {};  // the client sent cancel or went away
-using request_mailbox =
-    std::variant<tokens_generated, request_finished, request_rejected, start_generation, cancel_generation>;
+struct start_generation {};  // tokenize, validate against the context, submit
+struct cancel_generation {   // the client sent cancel or went away; with an error: the server ends it
+  std::optional<request_error> error;
+};
+using request_mailbox = std::variant<tokens_generated, request_finished, request_rejected, request_failed,
+                                     start_generation, cancel_generation>;
 
 // ---- SchedulerActor mailbox ----
 struct submit_request {  // from a RequestActor
@@ -51,9 +63,15 @@ struct submit_request {  // from a RequestActor
   std::shared_ptr<mailbox_ref<request_mailbox>> reply_to;
   std::chrono::steady_clock::time_point arrived;  // when the client's request was accepted
 };
-struct finish_request {  // from a RequestActor: the client cancelled or a stop string matched
+struct finish_request {  // from a RequestActor: the client cancelled, a stop string matched, or it timed out
   request_id id;
   finish_reason reason;
+  std::optional<request_error> error;  // set: the request ends with request_failed, not request_finished
+};
+// From the shutdown path: end every admitted request with this error at the next step boundary, and
+// refuse every later submit_request with it. The server is going away.
+struct finish_all {
+  request_error error;
 };
 struct step_allocated {  // from the KvAllocatorActor
   step_id step;
@@ -77,8 +95,8 @@ struct scheduler_status {
 struct report_scheduler_status {  // from the network edge (/health)
   std::function<void(scheduler_status)> reply;
 };
-using scheduler_mailbox =
-    std::variant<submit_request, finish_request, step_allocated, step_executed, report_scheduler_status>;
+using scheduler_mailbox = std::variant<submit_request, finish_request, finish_all, step_allocated, step_executed,
+                                       report_scheduler_status>;
 
 // ---- KvAllocatorActor mailbox (sent by the scheduler, and /health) ----
 // One chunk's blocks. A running sequence must hold n_tokens tokens after the step and writes from

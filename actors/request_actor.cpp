@@ -7,11 +7,13 @@
 namespace pagedserve {
 
 request_actor::request_actor(const boost::asio::any_io_executor& ex, engine& e, std::shared_ptr<client_link> link,
-                             generate_command command)
+                             generate_command command, std::chrono::seconds timeout)
     : actor(ex),
       engine_(e),
       link_(std::move(link)),
       command_(std::move(command)),
+      timeout_(timeout),
+      timer_(strand_),
       log_(actor_logger("req")) {}
 
 std::expected<std::vector<token_id>, std::string> request_actor::render_prompt() const {
@@ -67,15 +69,33 @@ void request_actor::on(start_generation) {
   detokenizer_.emplace(engine_.vocabulary(), prompt.back());
   log_->debug("[{}] client id '{}', {} prompt tokens, max_tokens {}", id_.value, command_.id, n_prompt, p.max_tokens);
   submitted_ = true;
+  arm_timeout();
   const std::uint64_t salt = p.cache_salt.empty() ? 0 : std::hash<std::string>{}(p.cache_salt);
   engine_.scheduler().tell(submit_request{id_, command_.group, salt, std::move(prompt), std::make_shared<const sampling_params>(p),
                                           engine_.stop_token_ids(), shared_from_this(), accepted_at_});
 }
 
-void request_actor::on(cancel_generation) {
+void request_actor::on(cancel_generation m) {
   if (ended_) return;
-  if (!submitted_) return fail("cancelled", "cancelled before it started");
-  engine_.scheduler().tell(finish_request{id_, finish_reason::cancelled});
+  if (!submitted_) {
+    if (m.error) return fail(m.error->code, m.error->message);
+    return fail("cancelled", "cancelled before it started");
+  }
+  engine_.scheduler().tell(finish_request{id_, finish_reason::cancelled, std::move(m.error)});
+}
+
+void request_actor::arm_timeout() {
+  if (timeout_.count() <= 0) return;
+  timer_.expires_after(timeout_);
+  // The handler holds the actor: it lives until the timer fires or is cancelled by the final event.
+  timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (ec || self->ended_) return;
+    self->log_->info("[{}] timed out after {} s", self->id_.value, self->timeout_.count());
+    self->engine_.scheduler().tell(
+        finish_request{self->id_, finish_reason::cancelled,
+                       request_error{"request_timeout", "the request ran longer than the server's limit of " +
+                                                            std::to_string(self->timeout_.count()) + " s"}});
+  });
 }
 
 std::string request_actor::release_text(std::string fresh) {
@@ -122,7 +142,7 @@ void request_actor::on(tokens_generated m) {
   for (token_id t : m.tokens)
     if (command_.params.ignore_eos || std::ranges::find(stop_ids, t) == stop_ids.end()) fresh += detokenizer_->push(t);
   std::string text = release_text(std::move(fresh));
-  if (stop_matched_) engine_.scheduler().tell(finish_request{id_, finish_reason::stop});
+  if (stop_matched_) engine_.scheduler().tell(finish_request{id_, finish_reason::stop, std::nullopt});
   link_->send_tokens(command_.id, {std::move(text), std::move(m.tokens), std::move(m.logprobs)});
 }
 
@@ -143,6 +163,7 @@ void request_actor::on(request_finished m) {
   }
   const finish_reason reason = stop_matched_ ? finish_reason::stop : m.reason;
   ended_ = true;
+  timer_.cancel();
   engine_.metrics().on_finished(reason, m.used, now - accepted_at_,
                                 n_generated_ > 0 ? std::optional(serving_metrics::seconds(now - first_token_at_))
                                                  : std::nullopt);
@@ -155,10 +176,17 @@ void request_actor::on(request_rejected m) {
   fail(m.code, m.message);
 }
 
-void request_actor::fail(std::string_view code, std::string_view message) {
+void request_actor::on(request_failed m) {
+  if (ended_ || m.id != id_) return;
+  log_->debug("[{}] ended with error {}", id_.value, m.error.code);
+  fail(m.error.code, m.error.message, m.used);
+}
+
+void request_actor::fail(std::string_view code, std::string_view message, usage used) {
   ended_ = true;
+  timer_.cancel();
   engine_.metrics().on_failed(code);
-  link_->send_final(command_.id, {std::nullopt, {}, {}, std::string(code), std::string(message)});
+  link_->send_final(command_.id, {std::nullopt, used, {}, std::string(code), std::string(message)});
 }
 
 }  // namespace pagedserve

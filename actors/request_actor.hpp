@@ -3,10 +3,14 @@
 // within the context), tokenizes, submits it to the scheduler, then turns the sampled ids into text
 // (UTF-8 safe, stop strings) and events for its client_link. Ends with exactly one final event.
 //
-// Mailbox: start_generation, cancel_generation (the connection); tokens_generated, request_finished
-//          (the scheduler).
+// Mailbox: start_generation, cancel_generation (the connection); tokens_generated, request_finished,
+//          request_rejected, request_failed (the scheduler).
+// With a timeout, a request still running that long after start_generation is ended with error
+// request_timeout (its own timer on its strand; the scheduler ends it at the next step boundary).
 // Sends: submit_request / finish_request to the scheduler; token and final events to its client_link.
 #include <spdlog/logger.h>
+
+#include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
 #include <memory>
@@ -24,18 +28,20 @@ class request_actor : public actor<request_actor, request_mailbox>,
                       public std::enable_shared_from_this<request_actor> {
  public:
   request_actor(const boost::asio::any_io_executor& ex, engine& e, std::shared_ptr<client_link> link,
-                generate_command command);
+                generate_command command, std::chrono::seconds timeout = std::chrono::seconds(0));
 
   void on(start_generation);
   void on(cancel_generation);
   void on(tokens_generated m);
   void on(request_finished m);
   void on(request_rejected m);
+  void on(request_failed m);
 
  private:
   // The prompt's token ids: given, tokenized, or the chat template's rendering of the messages.
   std::expected<std::vector<token_id>, std::string> render_prompt() const;
-  void fail(std::string_view code, std::string_view message);
+  void fail(std::string_view code, std::string_view message, usage used = {});
+  void arm_timeout();
   // Applies stop strings to new text; returns what may be sent now.
   std::string release_text(std::string fresh);
 
@@ -50,6 +56,8 @@ class request_actor : public actor<request_actor, request_mailbox>,
   int n_generated_ = 0;
   int n_prompt_ = 0;
   clock::time_point accepted_at_ = clock::now(), first_token_at_{}, last_tokens_at_{};
+  std::chrono::seconds timeout_;
+  boost::asio::steady_timer timer_;
   std::shared_ptr<spdlog::logger> log_;
 };
 

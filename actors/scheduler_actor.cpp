@@ -10,6 +10,10 @@ scheduler_actor::scheduler_actor(const boost::asio::any_io_executor& ex, schedul
 
 void scheduler_actor::on(submit_request m) {
   log_->debug("[{}] submitted, {} prompt tokens", m.id.value, m.prompt.size());
+  if (closed_) {
+    m.reply_to->tell(request_rejected{m.id, closed_->code, closed_->message});
+    return;
+  }
   sequence s;
   s.id = m.id;
   s.n_prompt = static_cast<int>(m.prompt.size());
@@ -33,7 +37,18 @@ void scheduler_actor::on(submit_request m) {
 
 void scheduler_actor::on(finish_request m) {
   if (!reply_to_.contains(m.id)) return;  // already finished: the request actor has its final message
+  if (m.error) ending_with_error_.try_emplace(m.id, std::move(*m.error));
   policy_.request_finish(m.id, m.reason);
+  start_step_if_idle();
+}
+
+void scheduler_actor::on(finish_all m) {
+  log_->info("ending all {} requests: {}", reply_to_.size(), m.error.code);
+  for (const auto& [id, reply_to] : reply_to_) {
+    ending_with_error_.try_emplace(id, m.error);
+    policy_.request_finish(id, finish_reason::cancelled);
+  }
+  closed_ = std::move(m.error);
   start_step_if_idle();
 }
 
@@ -163,7 +178,14 @@ void scheduler_actor::deliver(std::vector<sequence_update>& updates,
       it->second->tell(tokens_generated{u.id, std::move(u.new_tokens),
                                         i < logprobs.size() ? std::move(logprobs[i]) : std::vector<token_logprobs>{}});
     if (!u.finished) continue;
-    it->second->tell(request_finished{u.id, *u.finished, u.used});
+    if (auto e = ending_with_error_.find(u.id); e != ending_with_error_.end()) {
+      // A request that ended on its own in the same step keeps its real reason.
+      if (*u.finished == finish_reason::cancelled) it->second->tell(request_failed{u.id, std::move(e->second), u.used});
+      else it->second->tell(request_finished{u.id, *u.finished, u.used});
+      ending_with_error_.erase(e);
+    } else {
+      it->second->tell(request_finished{u.id, *u.finished, u.used});
+    }
     reply_to_.erase(it);
     never_scheduled_.erase(u.id);
     if (known_to_executor_.erase(u.id)) dropped_.push_back(u.id);

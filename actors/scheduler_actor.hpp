@@ -3,8 +3,10 @@
 //   plan -> allocate_step (KvAllocator) -> step_allocated -> execute_step (Executor) -> step_executed
 // and its results go out to the request actors; then the next step is planned.
 //
-// Mailbox: submit_request, finish_request (request actors); step_allocated (KvAllocator);
-//          step_executed (Executor); report_scheduler_status (network edge).
+// Mailbox: submit_request, finish_request (request actors); finish_all (shutdown); step_allocated
+//          (KvAllocator); step_executed (Executor); report_scheduler_status (network edge).
+// A request ended with an error (finish_request with one, or finish_all) gets request_failed instead
+// of request_finished; after finish_all every submit_request is refused with its error.
 // Replies request_rejected at once when the waiting queue is full. Samples of one prompt (n > 1) are
 // tied to the first of them to arrive, whose prompt blocks they fork once it has computed them.
 // Replies: tokens_generated / request_finished to each request's reply_to; free_sequences to the
@@ -34,6 +36,7 @@ class scheduler_actor : public actor<scheduler_actor, scheduler_mailbox> {
 
   void on(submit_request m);
   void on(finish_request m);
+  void on(finish_all m);
   void on(step_allocated m);
   void on(step_executed m);
   void on(report_scheduler_status m);
@@ -59,6 +62,8 @@ class scheduler_actor : public actor<scheduler_actor, scheduler_mailbox> {
   std::unordered_map<request_id, std::shared_ptr<mailbox_ref<request_mailbox>>> reply_to_;
   std::unordered_map<request_id, std::chrono::steady_clock::time_point> never_scheduled_;  // arrival times
   std::unordered_set<request_id> known_to_executor_;
+  std::unordered_map<request_id, request_error> ending_with_error_;  // finish pending, final is request_failed
+  std::optional<request_error> closed_;  // finish_all came: new submissions get this error
   std::vector<request_id> dropped_;  // finished sequences the executor may forget, sent with the next step
   // Sample groups (n > 1) still expecting members: the first member's id and how many are to come.
   struct open_group {

@@ -28,7 +28,9 @@ std::string cli_usage() {
                       [--max-decode-slowdown X] [--prefix-caching on|off]
                       [--threads N] [--kernels auto|scalar|avx2|avx512] [--log-level L]
                       [--max-waiting N] [--max-body-bytes N] [--api-key KEY] [--cors-allow-origin O]
-                      [--served-model-name NAME]
+                      [--served-model-name NAME] [--max-connections N] [--max-requests-per-socket N]
+                      [--max-outbound-bytes N] [--max-header-bytes N] [--idle-timeout S]
+                      [--request-timeout S] [--shutdown-grace S]
   pagedserve generate [--config FILE] --model M.bin [--tokenizer T.bin] --prompt TEXT [--max-tokens N]
                       [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S] [--threads N]
                       [--kernels ...]
@@ -97,6 +99,13 @@ std::expected<cli_options, std::vector<std::string>> cli_parse(int argc, char** 
     else if (name == "api-key") c.server.api_key = value;
     else if (name == "cors-allow-origin") c.server.cors_allow_origin = value;
     else if (name == "served-model-name") c.server.served_model_name = value;
+    else if (name == "max-connections") ok = parse_number(value, c.server.max_connections);
+    else if (name == "max-requests-per-socket") ok = parse_number(value, c.server.max_requests_per_socket);
+    else if (name == "max-outbound-bytes") ok = parse_number(value, c.server.max_outbound_bytes);
+    else if (name == "max-header-bytes") ok = parse_number(value, c.server.max_header_bytes);
+    else if (name == "idle-timeout") ok = parse_number(value, c.server.idle_timeout_seconds);
+    else if (name == "request-timeout") ok = parse_number(value, c.server.request_timeout_seconds);
+    else if (name == "shutdown-grace") ok = parse_number(value, c.server.shutdown_grace_seconds);
     else if (o.command == "generate" && name == "prompt") o.prompt = value;
     else if (o.command == "generate" && name == "max-tokens") ok = parse_number(value, o.sampling.max_tokens) && o.sampling.max_tokens > 0;
     else if (o.command == "generate" && name == "temperature") ok = parse_number(value, o.sampling.temperature) && o.sampling.temperature >= 0;

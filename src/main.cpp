@@ -4,7 +4,6 @@
 #include <tbb/task_arena.h>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 
 #include <cstdio>
 #include <iostream>
@@ -14,6 +13,7 @@
 #include "actors/engine.hpp"
 #include "cli_options.hpp"
 #include "cli_tools.hpp"
+#include "net/graceful_shutdown.hpp"
 #include "pagedserve/served_model.hpp"
 #include "pagedserve/generator.hpp"
 #include "pagedserve/server.hpp"
@@ -63,12 +63,7 @@ int run_serve(const cli_options& o, const served_model& lm) {
                lm.weights->name, mc.dim, mc.n_layers, mc.vocab_size, mc.seq_len, c.server.host, *port);
   spdlog::info("engine: kv_blocks {} x {} tokens, max_num_seqs {}, max_num_batched_tokens {}", c.engine.kv_blocks,
                c.engine.block_size, c.engine.max_num_seqs, c.engine.max_num_batched_tokens);
-  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code&, int sig) {
-    spdlog::info("signal {}: stopping", sig);
-    s.stop();
-    io.stop();
-  });
+  graceful_shutdown shutdown(io, s, e, std::chrono::seconds(c.server.shutdown_grace_seconds));
   std::vector<std::thread> threads;
   for (int i = 1; i < c.server.io_threads; ++i) threads.emplace_back([&io] { io.run(); });
   io.run();

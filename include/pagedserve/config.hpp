@@ -15,8 +15,14 @@ struct server_config {
   int io_threads = 1;                        // network threads (sessions, request/scheduler/kv actors)
   std::size_t max_frame_bytes = 1 << 20;     // a larger client frame gets a frame_too_large error
   std::size_t max_body_bytes = 1 << 20;      // HTTP request bodies
+  std::size_t max_header_bytes = 16 << 10;   // HTTP request line + headers; larger gets 431
+  int max_connections = 1024;                // open TCP connections; more are answered 503 and closed
   int max_requests_per_socket = 256;         // generate requests in flight on one WebSocket
   int max_outbound_frames = 4096;            // frames queued for one slow client before its requests end
+  std::size_t max_outbound_bytes = 4 << 20;  // bytes queued for one WebSocket before its requests end (client_too_slow)
+  int idle_timeout_seconds = 30;             // close a connection with nothing in flight and no bytes for this long
+  int request_timeout_seconds = 0;           // end a generation running longer with error request_timeout; 0 = never
+  int shutdown_grace_seconds = 30;           // SIGTERM/SIGINT: in-flight requests may finish for this long
   std::string api_key;                       // non-empty: every /v1/* route and /v1/ws need "Authorization: Bearer <key>"
   std::string cors_allow_origin;             // "*" or comma-separated origins allowed by CORS; empty = no CORS headers
   std::string served_model_name;             // the model's name in the OpenAI API; empty = the model file's name

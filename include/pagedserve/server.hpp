@@ -13,6 +13,9 @@
 namespace pagedserve {
 
 class engine;
+namespace net {
+class connection_registry;
+}
 
 class server {
  public:
@@ -20,7 +23,12 @@ class server {
   ~server();
   // Binds and starts accepting; returns the bound port (useful when config asks for port 0).
   std::expected<unsigned short, std::string> start();
+  // Closes the listening socket: no new connections.
   void stop();
+  // Graceful shutdown's first half: stop accepting, and every open connection refuses new requests
+  // (503 / error shutting_down), answers the ones in flight, then closes.
+  void begin_drain();
+  int n_connections() const;
 
  private:
   struct listener;
@@ -28,6 +36,7 @@ class server {
   engine& engine_;
   server_config config_;
   std::shared_ptr<listener> listener_;
+  std::shared_ptr<net::connection_registry> connections_;  // shared with the sessions, which may outlive us
 };
 
 }  // namespace pagedserve

@@ -74,6 +74,11 @@ std::expected<config, std::vector<std::string>> config_load(const std::filesyste
         .field("max_frame_bytes", c.server.max_frame_bytes).field("max_body_bytes", c.server.max_body_bytes)
         .field("max_requests_per_socket", c.server.max_requests_per_socket)
         .field("max_outbound_frames", c.server.max_outbound_frames).field("api_key", c.server.api_key)
+        .field("max_header_bytes", c.server.max_header_bytes).field("max_connections", c.server.max_connections)
+        .field("max_outbound_bytes", c.server.max_outbound_bytes)
+        .field("idle_timeout_seconds", c.server.idle_timeout_seconds)
+        .field("request_timeout_seconds", c.server.request_timeout_seconds)
+        .field("shutdown_grace_seconds", c.server.shutdown_grace_seconds)
         .field("cors_allow_origin", c.server.cors_allow_origin).field("served_model_name", c.server.served_model_name);
     r.reject_unknown();
   }
@@ -111,6 +116,12 @@ std::vector<std::string> config_validate(const config& c) {
   if (c.server.max_body_bytes < 64) e.push_back("server.max_body_bytes must be at least 64");
   if (c.server.max_requests_per_socket < 1) e.push_back("server.max_requests_per_socket must be positive");
   if (c.server.max_outbound_frames < 16) e.push_back("server.max_outbound_frames must be at least 16");
+  if (c.server.max_outbound_bytes < 4096) e.push_back("server.max_outbound_bytes must be at least 4096");
+  if (c.server.max_header_bytes < 1024) e.push_back("server.max_header_bytes must be at least 1024");
+  if (c.server.max_connections < 1) e.push_back("server.max_connections must be positive");
+  if (c.server.idle_timeout_seconds < 1) e.push_back("server.idle_timeout_seconds must be positive");
+  if (c.server.request_timeout_seconds < 0) e.push_back("server.request_timeout_seconds must be >= 0 (0 = no limit)");
+  if (c.server.shutdown_grace_seconds < 0) e.push_back("server.shutdown_grace_seconds must be >= 0");
   if (c.engine.kv_blocks < 1) e.push_back("engine.kv_blocks must be positive");
   if (c.engine.block_size < 1 || c.engine.block_size > 1024) e.push_back("engine.block_size must be 1..1024");
   if (c.engine.max_num_seqs < 1) e.push_back("engine.max_num_seqs must be positive");

@@ -4,6 +4,7 @@
 #include "net/http_session.hpp"
 
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 
 #include "actors/logger.hpp"
@@ -12,11 +13,9 @@
 namespace pagedserve::net {
 namespace {
 
-constexpr auto idle_timeout = std::chrono::seconds(30);   // to send a whole request when nothing is in progress
 constexpr auto write_timeout = std::chrono::seconds(60);  // for one write to drain: a client that stopped reading
 constexpr auto linger_timeout = std::chrono::seconds(2);  // to read what a client still sends after our FIN
 constexpr std::size_t max_pipelined = 16;                  // requests read ahead of the one being answered
-constexpr std::size_t header_limit = 16 * 1024;
 
 bool is_disconnect(const beast::error_code& ec) {
   return ec == http::error::end_of_stream || ec == http::error::partial_message || ec == asio::error::eof ||
@@ -26,15 +25,22 @@ bool is_disconnect(const beast::error_code& ec) {
 
 }  // namespace
 
-http_session::http_session(tcp::socket socket, engine& e, const server_config& config)
+http_session::http_session(tcp::socket socket, engine& e, const server_config& config,
+                           std::shared_ptr<connection_slot> slot)
     : socket_(std::move(socket)),
       executor_(socket_.get_executor()),
       engine_(e),
       config_(config),
+      slot_(std::move(slot)),
       idle_timer_(executor_),
       write_timer_(executor_) {}
 
+http_session::~http_session() {
+  if (slot_) slot_->registry().unwatch(this);
+}
+
 void http_session::run() {
+  slot_->registry().watch(shared_from_this());
   asio::dispatch(executor_, [self = shared_from_this()] {
     // SSE events are small writes sent as they are made: Nagle's algorithm would hold them back.
     beast::error_code ec;
@@ -48,7 +54,7 @@ void http_session::do_read() {
   if (reading_ || read_stopped_ || closed_ || pending_.size() >= max_pipelined) return;
   parser_.emplace();
   parser_->body_limit(config_.max_body_bytes);
-  parser_->header_limit(header_limit);
+  parser_->header_limit(static_cast<std::uint32_t>(config_.max_header_bytes));
   reading_ = true;
   http::async_read_header(socket_, buffer_, *parser_, beast::bind_front_handler(&http_session::on_header, shared_from_this()));
 }
@@ -95,7 +101,8 @@ void http_session::on_read_error(beast::error_code ec) {
     answer = openai::api_error{413, "request body exceeds " + std::to_string(config_.max_body_bytes) + " bytes",
                                "invalid_request_error", "", "body_too_large"};
   else if (ec == http::error::header_limit)
-    answer = openai::api_error{431, "request header too large", "invalid_request_error", "", "header_too_large"};
+    answer = openai::api_error{431, "request header exceeds " + std::to_string(config_.max_header_bytes) + " bytes",
+                               "invalid_request_error", "", "header_too_large"};
   else if (ec.category() == beast::error_code(http::error::end_of_stream).category() && !is_disconnect(ec))
     answer = openai::api_error{400, "malformed HTTP request: " + ec.message(), "invalid_request_error", "", "bad_http"};
   if (answer) {  // answered in turn, after what was read before it; then the connection closes
@@ -114,7 +121,7 @@ void http_session::on_read_error(beast::error_code ec) {
 void http_session::start_next() {
   if (active_ || closed_) return;
   if (pending_.empty()) {
-    if (read_stopped_ || peer_closed_ || closing_) close_after_writes();
+    if (read_stopped_ || peer_closed_ || closing_ || draining_) close_after_writes();
     else arm_idle_timer();
     return;
   }
@@ -210,11 +217,24 @@ void http_session::finish_response() {
 }
 
 void http_session::arm_idle_timer() {
+  // Nothing in progress: the client has this long to send a whole request (half-open and silent
+  // connections end here).
   const std::uint64_t epoch = ++idle_epoch_;
-  idle_timer_.expires_after(idle_timeout);
+  idle_timer_.expires_after(std::chrono::seconds(config_.idle_timeout_seconds));
   idle_timer_.async_wait([self = shared_from_this(), epoch](beast::error_code ec) {
     if (ec || epoch != self->idle_epoch_ || self->active_ || !self->pending_.empty()) return;
+    actor_logger("net")->debug("http connection idle for {} s: closing", self->config_.idle_timeout_seconds);
     self->close_now();
+  });
+}
+
+void http_session::on_drain() {
+  asio::post(executor_, [self = shared_from_this()] {
+    self->draining_ = true;
+    // Requests already read are answered (new generations with 503); start_next closes after the last.
+    if (self->closed_ || self->active_ || !self->pending_.empty()) return;
+    self->read_stopped_ = true;
+    self->close_after_writes();
   });
 }
 
@@ -267,7 +287,8 @@ void http_session::upgrade(request req) {
   ++idle_epoch_;
   idle_timer_.cancel();
   write_timer_.cancel();
-  std::make_shared<ws_session>(std::move(socket_), engine_, config_)->run(std::move(req));
+  slot_->registry().unwatch(this);  // the WebSocket session watches for the drain from here on
+  std::make_shared<ws_session>(std::move(socket_), engine_, config_, std::move(slot_))->run(std::move(req));
 }
 
 }  // namespace pagedserve::net

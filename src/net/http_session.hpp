@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "actors/engine.hpp"
+#include "net/connection_registry.hpp"
 #include "net/net_common.hpp"
 #include "pagedserve/openai_request.hpp"
 
@@ -33,13 +34,19 @@ class http_exchange {
 
 using header_list = std::vector<std::pair<std::string, std::string>>;
 
-class http_session : public std::enable_shared_from_this<http_session> {
+// Draining (graceful shutdown): requests already read are answered, generations and upgrades get
+// 503 shutting_down, /health 503 "draining", every response closes the connection, and an idle
+// connection closes at once.
+class http_session : public drain_listener, public std::enable_shared_from_this<http_session> {
  public:
-  http_session(tcp::socket socket, engine& e, const server_config& config);
+  http_session(tcp::socket socket, engine& e, const server_config& config, std::shared_ptr<connection_slot> slot);
+  ~http_session() override;
   void run();
+  void on_drain() override;
 
   // For the exchange answering the current request; call on executor() only.
   const asio::any_io_executor& executor() const { return executor_; }
+  const server_config& config() const { return config_; }
   // A response head with the session's common fields (Server, CORS). No length: chunked if the
   // client speaks HTTP/1.1, else the body ends when the connection closes.
   std::string head(http::status status, std::string_view content_type, std::optional<std::size_t> content_length,
@@ -82,6 +89,7 @@ class http_session : public std::enable_shared_from_this<http_session> {
   void respond_json(http::status status, std::string body) { respond(status, "application/json", std::move(body)); }
   void respond_error(const openai::api_error& e);
   void serve_status(bool metrics);
+  bool refuse_if_draining(std::string_view path);
   void serve_models(std::string_view path);
   void serve_tokenize(const request& req);
   void serve_detokenize(const request& req);
@@ -95,6 +103,8 @@ class http_session : public std::enable_shared_from_this<http_session> {
   std::deque<pending_item> pending_;  // read, not yet answered
   engine& engine_;
   const server_config& config_;
+  std::shared_ptr<connection_slot> slot_;  // counts this connection; handed on to a WebSocket session
+  bool draining_ = false;
   asio::steady_timer idle_timer_, write_timer_;
   std::uint64_t idle_epoch_ = 0, write_epoch_ = 0;  // a timer firing for an older epoch is stale
 

@@ -54,8 +54,8 @@ std::uint64_t resident_bytes() {
   return n == 2 ? pages_resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) : 0;
 }
 
-std::string health_body(const engine& e, const engine_status& s) {
-  std::string out = R"({"status":"ok","model":)";
+std::string health_body(const engine& e, const engine_status& s, bool draining) {
+  std::string out = draining ? R"({"status":"draining","model":)" : R"({"status":"ok","model":)";
   json_append_string(out, e.served_model().name);
   out += R"(,"running":)" + std::to_string(s.scheduler.running) + R"(,"waiting":)" +
          std::to_string(s.scheduler.waiting) + R"(,"kv_blocks_total":)" + std::to_string(s.kv.blocks_total) +
@@ -100,6 +100,7 @@ void http_session::route(request req) {
   const std::string_view path = target.substr(0, target.find('?'));
   cors_origin_ = cors_origin_for(config_.cors_allow_origin, req[http::field::origin]);
   if (req.method() == http::verb::options) return serve_preflight(req);
+  if (draining_ && refuse_if_draining(path)) return;
   const route_spec* r = find_route(path);
   if (!r) {
     keep_alive_ = keep_alive_ && !websocket::is_upgrade(req);
@@ -137,6 +138,13 @@ void http_session::route(request req) {
   return serve_detokenize(req);
 }
 
+bool http_session::refuse_if_draining(std::string_view path) {
+  keep_alive_ = false;  // every answer during the drain is the connection's last
+  if (path != "/v1/completions" && path != "/v1/chat/completions" && path != "/v1/ws") return false;
+  respond_error({503, "the server is shutting down; retry on another instance", "server_error", "", "shutting_down"});
+  return true;
+}
+
 bool http_session::authorized(const request& req) const {
   if (config_.api_key.empty()) return true;
   const std::string_view value = req[http::field::authorization];
@@ -163,7 +171,7 @@ void http_session::respond(http::status status, std::string_view content_type, s
 
 void http_session::respond_error(const openai::api_error& e) {
   header_list extra;
-  if (e.status == 429) extra.emplace_back("Retry-After", "1");
+  if (e.status == 429 || e.status == 503) extra.emplace_back("Retry-After", "1");
   respond(static_cast<http::status>(e.status), "application/json", openai::encode_error(e), extra);
 }
 
@@ -181,7 +189,10 @@ void http_session::serve_preflight(const request& req) {
 void http_session::serve_status(bool metrics) {
   engine_.report_status([self = shared_from_this(), metrics](engine_status s) {
     asio::post(self->executor_, [self, metrics, s] {
-      if (!metrics) return self->respond_json(http::status::ok, health_body(self->engine_, s));
+      // Draining: 503 so load balancers stop sending here while in-flight requests finish.
+      if (!metrics)
+        return self->respond_json(self->draining_ ? http::status::service_unavailable : http::status::ok,
+                                  health_body(self->engine_, s, self->draining_));
       engine_gauges g;
       g.running = s.scheduler.running;
       g.waiting = s.scheduler.waiting;

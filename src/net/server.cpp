@@ -1,24 +1,52 @@
 #include "pagedserve/server.hpp"
 
 #include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
 
 #include "actors/engine.hpp"
 #include "actors/logger.hpp"
+#include "net/connection_registry.hpp"
 #include "net/http_session.hpp"
 
 namespace pagedserve {
+namespace {
+
+// A connection past max_connections: one 503 and a close, without reading the request.
+void refuse_connection(net::tcp::socket socket) {
+  static const std::string body =
+      R"({"error":{"message":"the server has too many open connections; retry later","type":"server_error","param":null,"code":"too_many_connections"}})";
+  static const std::string response = "HTTP/1.1 503 Service Unavailable\r\nServer: pagedserve/" PAGEDSERVE_VERSION
+                                      "\r\nContent-Type: application/json\r\nContent-Length: " +
+                                      std::to_string(body.size()) + "\r\nRetry-After: 1\r\nConnection: close\r\n\r\n" + body;
+  auto s = std::make_shared<net::tcp::socket>(std::move(socket));
+  boost::asio::async_write(*s, boost::asio::buffer(response), [s](net::beast::error_code, std::size_t) {
+    net::beast::error_code ec;
+    s->shutdown(net::tcp::socket::shutdown_both, ec);
+    s->close(ec);
+  });
+}
+
+}  // namespace
 
 // Accepts connections, each on its own strand, and hands them to an http_session.
 struct server::listener : std::enable_shared_from_this<listener> {
-  listener(boost::asio::io_context& io, engine& e, const server_config& config)
-      : io(io), acceptor(boost::asio::make_strand(io)), engine_(e), config(config) {}
+  listener(boost::asio::io_context& io, engine& e, const server_config& config,
+           std::shared_ptr<net::connection_registry> connections)
+      : io(io), acceptor(boost::asio::make_strand(io)), engine_(e), config(config), connections(std::move(connections)) {}
 
   void do_accept() {
     acceptor.async_accept(boost::asio::make_strand(io), [self = shared_from_this()](net::beast::error_code ec,
                                                                                     net::tcp::socket socket) {
       if (ec == boost::asio::error::operation_aborted) return;
-      if (!ec) std::make_shared<net::http_session>(std::move(socket), self->engine_, self->config)->run();
-      else actor_logger("net")->warn("accept failed: {}", ec.message());
+      if (ec) {
+        actor_logger("net")->warn("accept failed: {}", ec.message());
+      } else if (!self->connections->try_open()) {
+        actor_logger("net")->warn("{} connections open: refusing one more", self->config.max_connections);
+        refuse_connection(std::move(socket));
+      } else {
+        auto slot = std::make_shared<net::connection_slot>(self->connections);
+        std::make_shared<net::http_session>(std::move(socket), self->engine_, self->config, std::move(slot))->run();
+      }
       self->do_accept();
     });
   }
@@ -27,10 +55,14 @@ struct server::listener : std::enable_shared_from_this<listener> {
   net::tcp::acceptor acceptor;
   engine& engine_;
   const server_config& config;
+  std::shared_ptr<net::connection_registry> connections;
 };
 
 server::server(boost::asio::io_context& io, engine& e, const server_config& config)
-    : io_(io), engine_(e), config_(config) {}
+    : io_(io),
+      engine_(e),
+      config_(config),
+      connections_(std::make_shared<net::connection_registry>(config.max_connections)) {}
 
 server::~server() { stop(); }
 
@@ -38,7 +70,7 @@ std::expected<unsigned short, std::string> server::start() {
   net::beast::error_code ec;
   const auto address = boost::asio::ip::make_address(config_.host, ec);
   if (ec) return std::unexpected("bad host '" + config_.host + "': " + ec.message());
-  listener_ = std::make_shared<listener>(io_, engine_, config_);
+  listener_ = std::make_shared<listener>(io_, engine_, config_, connections_);
   const net::tcp::endpoint endpoint(address, static_cast<unsigned short>(config_.port));
   auto& a = listener_->acceptor;
   if (a.open(endpoint.protocol(), ec); ec) return std::unexpected("open: " + ec.message());
@@ -59,5 +91,12 @@ void server::stop() {
   });
   listener_.reset();
 }
+
+void server::begin_drain() {
+  stop();
+  connections_->begin_drain();
+}
+
+int server::n_connections() const { return connections_->n_open(); }
 
 }  // namespace pagedserve

@@ -46,7 +46,8 @@ void sse_generation::start() {
         else command.prompt_ids = in.ids;
         if (request_.echo) c.pending.text = in.text ? *in.text : engine_.vocabulary().decode(in.ids, true);
       }
-      c.actor = std::make_shared<request_actor>(engine_.executor(), engine_, self, std::move(command));
+      c.actor = std::make_shared<request_actor>(engine_.executor(), engine_, self, std::move(command),
+                                                std::chrono::seconds(session_->config().request_timeout_seconds));
     }
   }
   actor_logger("net")->debug("{}: {} choice(s), stream {}", meta_.id, choices_.size(), request_.stream);
@@ -101,6 +102,7 @@ void sse_generation::on_final(std::size_t index, final_event e) {
     actor_logger("net")->debug("{}: choice {} failed: {}", meta_.id, index, e.error_code);
   }
   c.final = std::move(e);
+  c.actor.reset();  // the actor holds us (its link): keeping it past its final event would be a cycle
   ++n_final_;
   if (finished_) return;
   if (!ok) {
@@ -198,7 +200,7 @@ void sse_generation::respond_whole() {
 void sse_generation::respond_error(const openai::api_error& e) {
   const std::string body = openai::encode_error(e);
   header_list extra;
-  if (e.status == 429) extra.emplace_back("Retry-After", "1");
+  if (e.status == 429 || e.status == 503) extra.emplace_back("Retry-After", "1");
   session_->send(session_->head(static_cast<http::status>(e.status), "application/json", body.size(), extra) + body);
   finished_ = true;
   session_->finish_response();

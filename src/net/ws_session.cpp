@@ -10,13 +10,18 @@ namespace {
 // Frames above max_frame_bytes get an error and the socket goes on; only frames this many times
 // larger make Beast close the socket (1009), so a hostile client cannot make us buffer without bound.
 constexpr std::size_t hard_frame_factor = 4;
+// How long our close frame waits for the client's: one that stopped reading is cut off after it.
+constexpr auto close_handshake_timeout = std::chrono::seconds(1);
 
 }  // namespace
 
-ws_session::ws_session(tcp::socket socket, engine& e, const server_config& config)
-    : ws_(std::move(socket)), engine_(e), config_(config) {}
+ws_session::ws_session(tcp::socket socket, engine& e, const server_config& config, std::shared_ptr<connection_slot> slot)
+    : ws_(std::move(socket)), engine_(e), config_(config), slot_(std::move(slot)), idle_timer_(ws_.get_executor()) {}
+
+ws_session::~ws_session() { slot_->registry().unwatch(this); }
 
 void ws_session::run(http::request<http::string_body> upgrade) {
+  slot_->registry().watch(shared_from_this());
   // Tokens are small frames sent as they are sampled: Nagle's algorithm would hold them back.
   beast::error_code ec;
   beast::get_lowest_layer(ws_).socket().set_option(tcp::no_delay(true), ec);
@@ -32,7 +37,49 @@ void ws_session::on_accept(beast::error_code ec) {
     actor_logger("net")->debug("websocket accept failed: {}", ec.message());
     return;
   }
+  arm_idle_timer();
   do_read();
+}
+
+void ws_session::arm_idle_timer() {
+  // Beast's own idle timeout counts only incoming bytes, so it would cut a long generation whose
+  // client just listens: this one closes only when nothing is in flight either.
+  const auto idle = std::chrono::seconds(config_.idle_timeout_seconds);
+  const auto now = std::chrono::steady_clock::now();
+  idle_timer_.expires_at(last_activity_ + idle > now ? last_activity_ + idle : now + idle);
+  idle_timer_.async_wait([self = shared_from_this(), idle](beast::error_code ec) {
+    if (ec || self->closed_) return;
+    if (self->requests_.empty() && std::chrono::steady_clock::now() - self->last_activity_ >= idle) {
+      actor_logger("net")->debug("websocket idle for {} s: closing", idle.count());
+      return self->close_after_writes("idle timeout");
+    }
+    self->arm_idle_timer();
+  });
+}
+
+void ws_session::on_drain() {
+  asio::post(ws_.get_executor(), [self = shared_from_this()] {
+    self->draining_ = true;
+    if (self->requests_.empty()) self->close_after_writes("server shutting down");
+  });
+}
+
+void ws_session::close_after_writes(std::string_view why) {
+  if (closed_ || !close_pending_.empty()) return;
+  close_pending_ = why;
+  if (!writing_ && outbound_.empty()) do_close();
+}
+
+void ws_session::do_close() {
+  closed_ = true;  // nothing more is queued; the read loop ends when the client's close frame comes
+  idle_timer_.cancel();
+  websocket::stream_base::timeout t = websocket::stream_base::timeout::suggested(beast::role_type::server);
+  t.handshake_timeout = close_handshake_timeout;
+  ws_.set_option(t);
+  ws_.async_close(websocket::close_reason(websocket::close_code::going_away, close_pending_),
+                  [self = shared_from_this()](beast::error_code ec) {
+                    if (ec) actor_logger("net")->debug("websocket close: {}", ec.message());
+                  });
 }
 
 void ws_session::do_read() {
@@ -43,6 +90,7 @@ void ws_session::on_read(beast::error_code ec, std::size_t bytes) {
   if (ec) {  // closed, reset, timed out or a frame past the hard limit: the client is gone
     actor_logger("net")->debug("websocket closed: {}", ec.message());
     closed_ = true;
+    idle_timer_.cancel();  // its handler holds the session (and its connection slot)
     close_requests();
     return;
   }
@@ -57,6 +105,7 @@ void ws_session::on_read(beast::error_code ec, std::size_t bytes) {
     handle_text({static_cast<const char*>(data.data()), data.size()});
   }
   buffer_.consume(buffer_.size());
+  last_activity_ = std::chrono::steady_clock::now();
   do_read();
 }
 
@@ -75,6 +124,10 @@ void ws_session::handle_text(std::string_view text) {
     return;
   }
   auto& gen = std::get<generate_command>(frame);
+  if (draining_) {
+    enqueue_error(gen.id, "shutting_down", "the server is shutting down; retry on another connection later");
+    return;
+  }
   if (requests_.contains(gen.id)) {
     enqueue_error(gen.id, "duplicate_id", "a request with this id is already in flight");
     return;
@@ -86,24 +139,28 @@ void ws_session::handle_text(std::string_view text) {
     return;
   }
   const std::string client_id = gen.id;
-  auto actor = std::make_shared<request_actor>(engine_.executor(), engine_, shared_from_this(), std::move(gen));
+  auto actor = std::make_shared<request_actor>(engine_.executor(), engine_, shared_from_this(), std::move(gen),
+                                               std::chrono::seconds(config_.request_timeout_seconds));
   requests_.emplace(client_id, actor);
   actor->tell(start_generation{});
 }
 
 void ws_session::send_tokens(const std::string& client_id, token_event event) {
   asio::post(ws_.get_executor(), [self = shared_from_this(), id = client_id, e = std::move(event)]() mutable {
-    if (self->closed_) return;
+    if (self->closed_ || self->ending_.contains(id)) return;
     // A client reading slower than the engine writes gets several tokens per frame: merge into this
     // request's last queued token frame when nothing of it follows and it is not being written.
     for (auto it = self->outbound_.rbegin(); it != self->outbound_.rend(); ++it) {
       if (it->client_id != id) continue;
       const bool in_flight = self->writing_ && std::next(it) == self->outbound_.rend();
       if (it->frame.empty() && !in_flight) {
+        self->outbound_bytes_ -= frame_bytes(*it);
         token_event& open = it->tokens;
         open.text += e.text;
         open.ids.insert(open.ids.end(), e.ids.begin(), e.ids.end());
         open.logprobs.insert(open.logprobs.end(), e.logprobs.begin(), e.logprobs.end());
+        self->outbound_bytes_ += frame_bytes(*it);
+        if (self->outbound_bytes_ > self->config_.max_outbound_bytes) self->end_slow_client();
         return;
       }
       break;
@@ -115,9 +172,12 @@ void ws_session::send_tokens(const std::string& client_id, token_event event) {
 void ws_session::send_final(const std::string& client_id, final_event event) {
   asio::post(ws_.get_executor(), [self = shared_from_this(), id = client_id, e = std::move(event)]() mutable {
     self->requests_.erase(id);
+    self->ending_.erase(id);
+    if (self->requests_.empty()) self->last_activity_ = std::chrono::steady_clock::now();
     self->enqueue({e.reason ? encode_done_frame(id, *e.reason, e.used, e.timings)
                             : encode_error_frame(id, e.error_code, e.error_message),
                    {}, {}});
+    if (self->draining_ && self->requests_.empty()) self->close_after_writes("server shutting down");
   });
 }
 
@@ -128,28 +188,59 @@ void ws_session::enqueue_error(const std::optional<std::string>& id, std::string
 void ws_session::enqueue(outbound_frame item) {
   if (closed_) return;
   const auto limit = static_cast<std::size_t>(config_.max_outbound_frames);
-  if (item.frame.empty() && outbound_.size() >= limit) {
+  if (item.frame.empty() && (outbound_.size() >= limit || outbound_bytes_ > config_.max_outbound_bytes)) {
     // The client stopped reading: end its requests rather than buffer tokens without bound. Their
     // final frames still queue (at most one per request), up to the hard limit below.
-    actor_logger("net")->warn("client not reading ({} frames queued): cancelling its requests", outbound_.size());
-    close_requests();
+    end_slow_client();
     return;
   }
   if (outbound_.size() >= 2 * limit) {  // a client that sends but never reads: drop the connection
     actor_logger("net")->warn("client not reading ({} frames queued): closing the connection", outbound_.size());
     closed_ = true;
+    idle_timer_.cancel();
     close_requests();
     beast::get_lowest_layer(ws_).close();
     return;
   }
+  outbound_bytes_ += frame_bytes(item);
   outbound_.push_back(std::move(item));
   if (!writing_) do_write();
+}
+
+std::size_t ws_session::frame_bytes(const outbound_frame& f) {
+  // An open token frame is not encoded yet: its text, ~8 bytes per id and the envelope.
+  if (!f.frame.empty()) return f.frame.size();
+  return 64 + f.client_id.size() + f.tokens.text.size() + 8 * f.tokens.ids.size() + 64 * f.tokens.logprobs.size();
+}
+
+void ws_session::end_slow_client() {
+  actor_logger("net")->warn("client not reading ({} frames, {} bytes queued): ending its {} requests",
+                            outbound_.size(), outbound_bytes_, requests_.size());
+  // Queued token frames go (all but the one being written); the requests' error frames follow them.
+  for (auto it = outbound_.begin() + (writing_ ? 1 : 0); it != outbound_.end();) {
+    if (it->client_id.empty()) {
+      ++it;
+      continue;
+    }
+    outbound_bytes_ -= frame_bytes(*it);
+    it = outbound_.erase(it);
+  }
+  const request_error too_slow{"client_too_slow",
+                               "the client read too slowly: more than " + std::to_string(config_.max_outbound_bytes) +
+                                   " bytes or " + std::to_string(config_.max_outbound_frames) +
+                                   " frames were waiting to be sent"};
+  for (auto& [id, actor] : requests_)
+    if (ending_.insert(id).second) actor->tell(cancel_generation{too_slow});
 }
 
 void ws_session::do_write() {
   writing_ = true;
   outbound_frame& next = outbound_.front();
-  if (next.frame.empty()) next.frame = encode_token_frame(next.client_id, next.tokens);
+  if (next.frame.empty()) {
+    outbound_bytes_ -= frame_bytes(next);
+    next.frame = encode_token_frame(next.client_id, next.tokens);
+    outbound_bytes_ += frame_bytes(next);
+  }
   ws_.text(true);
   ws_.async_write(asio::buffer(next.frame), beast::bind_front_handler(&ws_session::on_write, shared_from_this()));
 }
@@ -158,12 +249,16 @@ void ws_session::on_write(beast::error_code ec, std::size_t) {
   writing_ = false;
   if (ec) {
     closed_ = true;
+    idle_timer_.cancel();
     outbound_.clear();
+    outbound_bytes_ = 0;
     close_requests();
     return;
   }
+  outbound_bytes_ -= frame_bytes(outbound_.front());
   outbound_.pop_front();
-  if (!outbound_.empty()) do_write();
+  if (!outbound_.empty()) return do_write();
+  if (!close_pending_.empty()) do_close();
 }
 
 void ws_session::close_requests() {

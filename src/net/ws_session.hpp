@@ -2,25 +2,38 @@
 // One WebSocket connection at /v1/ws: reads JSON text frames, starts a request actor per generate,
 // routes cancels by client id, and writes the actors' frames one at a time from a bounded queue.
 // All state is touched only on the connection's strand (the stream's executor).
+//
+// Limits: max_requests_per_socket in flight; a client that reads slower than its requests generate
+// has its tokens coalesced, and once its queue passes max_outbound_frames or max_outbound_bytes
+// every request of the socket ends with error client_too_slow. With nothing in flight and no frame
+// from the client for idle_timeout_seconds the socket is closed (1001). Draining: a generate gets
+// error shutting_down; once the last request in flight has its final frame the socket is closed.
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "actors/request_actor.hpp"
+#include "net/connection_registry.hpp"
 #include "net/net_common.hpp"
 #include "pagedserve/config.hpp"
 
 namespace pagedserve::net {
 
-class ws_session : public client_link, public std::enable_shared_from_this<ws_session> {
+class ws_session : public client_link, public drain_listener, public std::enable_shared_from_this<ws_session> {
  public:
-  ws_session(tcp::socket socket, engine& e, const server_config& config);
+  ws_session(tcp::socket socket, engine& e, const server_config& config, std::shared_ptr<connection_slot> slot);
+  ~ws_session() override;
   // Completes the upgrade the HTTP session read, then starts reading frames.
   void run(http::request<http::string_body> upgrade);
 
   void send_tokens(const std::string& client_id, token_event event) override;
   void send_final(const std::string& client_id, final_event event) override;
+  void on_drain() override;
 
  private:
   void on_accept(beast::error_code ec);
@@ -38,14 +51,27 @@ class ws_session : public client_link, public std::enable_shared_from_this<ws_se
   void do_write();
   void on_write(beast::error_code ec, std::size_t bytes);
   void close_requests();
+  // The client does not keep up: drop its queued token frames, end its requests with client_too_slow.
+  void end_slow_client();
+  static std::size_t frame_bytes(const outbound_frame& f);
+  void arm_idle_timer();
+  void close_after_writes(std::string_view why);  // close handshake (1001) once the queue is written
+  void do_close();
 
   websocket::stream<beast::tcp_stream> ws_;
   beast::flat_buffer buffer_;
   engine& engine_;
   const server_config& config_;
+  std::shared_ptr<connection_slot> slot_;
   std::deque<outbound_frame> outbound_;  // front is being written when writing_
+  std::size_t outbound_bytes_ = 0;       // of outbound_, encoded or estimated for open token frames
   bool writing_ = false;
   bool closed_ = false;
+  bool draining_ = false;
+  std::string close_pending_;  // non-empty: close (with this reason) once outbound_ is written
+  asio::steady_timer idle_timer_;
+  std::chrono::steady_clock::time_point last_activity_ = std::chrono::steady_clock::now();
+  std::unordered_set<std::string> ending_;  // requests ended for being too slow: their tokens are dropped
   std::unordered_map<std::string, std::shared_ptr<request_actor>> requests_;  // by client id
 };
 

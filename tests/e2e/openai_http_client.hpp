@@ -105,6 +105,14 @@ class http_conn {
     return true;
   }
 
+  // Drops the connection with a reset (SO_LINGER 0): no FIN handshake.
+  void reset() {
+    if (fd_ < 0) return;
+    linger l{1, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    close();
+  }
+
   // Closes the socket (the server sees FIN, or RST when unread data remains).
   void close() {
     if (fd_ >= 0) ::close(fd_);

@@ -198,13 +198,30 @@ class server_process {
     std::lock_guard lock(mu_);
     return log_;
   }
+  // Waits until the server's stderr contains text (true), or the timeout passes or it exits (false).
+  bool wait_for_log(const std::string& text, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return log_.find(text) != std::string::npos || eof_; }) &&
+           log_.find(text) != std::string::npos;
+  }
 
-  // SIGTERM, up to 3 s for a clean exit, then SIGKILL; how it ended (timed_out: it had to be
+  // SIGTERM, up to `timeout` for a clean exit, then SIGKILL; how it ended (timed_out: it had to be
   // killed). Idempotent: later calls return the first result.
-  process_result stop() {
+  process_result stop(std::chrono::milliseconds timeout = 3s) {
+    signal(SIGTERM);
+    return wait_exit(timeout);
+  }
+
+  // Sends sig to the server (no-op once it has been reaped).
+  void signal(int sig) {
+    if (pid_ > 0) ::kill(pid_, sig);
+  }
+
+  // Waits up to timeout for the server to exit by itself, then SIGKILLs it; how it ended.
+  // Idempotent: later calls return the first result.
+  process_result wait_exit(std::chrono::milliseconds timeout) {
     if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      detail::fill_status(stopped_, detail::reap(pid_, steady::now() + 3s, stopped_.timed_out));
+      detail::fill_status(stopped_, detail::reap(pid_, steady::now() + timeout, stopped_.timed_out));
       pid_ = -1;
     }
     if (drain_.joinable()) drain_.join();

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "e2e/e2e_check.hpp"
 #include "e2e/server_process.hpp"
 #include "e2e/stream_collector.hpp"
 
@@ -14,19 +15,6 @@ namespace {
 
 constexpr auto stream_timeout = std::chrono::seconds(30);      // generous: the model needs milliseconds
 constexpr auto quiet_period = std::chrono::milliseconds(300);  // "nothing more arrives" is checked this long
-
-#define E2E_REQUIRE_MODEL()                      \
-  do {                                           \
-    PAGEDSERVE_REQUIRE_SHARED(model_path());     \
-    PAGEDSERVE_REQUIRE_SHARED(tokenizer_path()); \
-  } while (0)
-
-// Asserts that a std::expected-returning client call succeeded, showing its error if not.
-#define E2E_ASSERT_OK(expr)                                           \
-  do {                                                                \
-    const auto e2e_result_ = (expr);                                  \
-    ASSERT_TRUE(e2e_result_) << #expr << ": " << e2e_result_.error(); \
-  } while (0)
 
 // The CLI's greedy completion, failing the test when the CLI itself fails.
 std::string expected_completion(const std::string& prompt, int max_tokens) {
@@ -180,23 +168,6 @@ TEST(websocket, disconnect_cancels_its_requests) {
       << server.log();
   expect_completed(frames, "again", expected, "length", 40);
   next.close();
-}
-
-// SIGTERM while requests stream: the server exits by itself, with status 0, without a crash.
-TEST(shutdown, sigterm_with_streams_in_flight_exits_cleanly) {
-  E2E_REQUIRE_MODEL();
-  server_process server;
-  ASSERT_TRUE(server.ready()) << server.error();
-  ws_client client;
-  E2E_ASSERT_OK(client.connect(server.port()));
-  for (int i = 0; i < 4; ++i)
-    E2E_ASSERT_OK(
-        client.send_text(generate_frame("s" + std::to_string(i), "Once upon a time", 400, R"(,"ignore_eos":true)")));
-  E2E_ASSERT_OK(client.read(std::chrono::seconds(10)));
-  const process_result r = server.stop();
-  EXPECT_FALSE(r.timed_out) << "SIGTERM did not stop the server within 3 s";
-  EXPECT_TRUE(r.exited) << "ended by signal " << r.term_signal << "\n" << r.err;
-  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 // Writes text to a fresh file under the temp directory; removes it when done with.

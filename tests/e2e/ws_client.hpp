@@ -87,6 +87,15 @@ class ws_client {
     run_until([&] { return result.has_value(); }, steady_deadline(timeout));
   }
 
+  // Before connect: a small kernel receive buffer, so a client that stops reading fills it (and
+  // the server's send buffer) quickly.
+  void shrink_receive_buffer(int bytes) {
+    auto& socket = beast::get_lowest_layer(ws_).socket();
+    beast::error_code ignored;
+    socket.open(tcp::v4(), ignored);
+    socket.set_option(asio::socket_base::receive_buffer_size(bytes), ignored);
+  }
+
   // Drops the TCP connection at once with a reset: no close frame, no FIN handshake.
   void abort() {
     auto& socket = beast::get_lowest_layer(ws_).socket();

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Issue 8's backpressure goal: the output throughput of 16 WebSocket streams with one client beside
+# them that sends 64 long generations and never reads (4 KiB receive buffer), against the same 16
+# streams alone, on one server. Goal: within 10%. Pass/fail of the behaviour is tests/e2e/backpressure_test.
+#   load-tests/stalled_reader.sh          # stories260K from ../shared; ROUNDS=3 by default
+# Prints each round's throughputs and the median ratio; results in load-tests/results/stalled-reader-*.json.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+shared="${SHARED:-$root/../shared}"
+pagedserve="${PAGEDSERVE:-$root/build/pagedserve}"
+loadgen="${LOADGEN:-$root/build/loadgen}"
+model="${MODEL:-$shared/models/stories260K.bin}"
+tokenizer="${TOKENIZER:-$shared/models/tok512.bin}"
+rounds="${ROUNDS:-3}"
+results="$root/load-tests/results"
+mkdir -p "$results"
+
+log="$results/stalled-reader-server.log"
+# shellcheck disable=SC2086
+"$pagedserve" serve --model "$model" --tokenizer "$tokenizer" --host 127.0.0.1 --port 0 ${SERVER_ARGS:-} 2> "$log" &
+server=$!
+stalled=""
+trap 'kill -TERM $server 2>/dev/null; [ -n "$stalled" ] && kill $stalled 2>/dev/null; sleep 1; kill -KILL $server 2>/dev/null || true' EXIT
+port=""
+for _ in $(seq 1 300); do
+  port="$(grep -o 'on http://127.0.0.1:[0-9]*' "$log" | head -1 | sed 's/.*://')" || true
+  [ -n "$port" ] && break
+  kill -0 $server 2>/dev/null || { cat "$log" >&2; exit 1; }
+  sleep 0.1
+done
+[ -n "$port" ] || { echo "server did not start" >&2; exit 1; }
+
+streams() {  # 16 concurrent streams, 64 requests of 200 tokens; prints output tokens/s
+  "$loadgen" --target "ws://127.0.0.1:$port/v1/ws" --concurrency 16 --num-requests 64 --prompt-tokens 16 \
+    --max-tokens 200 --ignore-eos --tokenizer "$tokenizer" --seed "$1" --label "$2" \
+    --out "$results/stalled-reader-$2.json" >/dev/null
+  grep -o '"output_throughput": *[0-9.]*' "$results/stalled-reader-$2.json" | head -1 | sed 's/.*: *//'
+}
+
+# A WebSocket client that sends its generations and then sleeps without reading a byte.
+stall() {
+  python3 - "$port" <<'PY'
+import base64, json, os, socket, struct, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect(("127.0.0.1", int(sys.argv[1])))
+key = base64.b64encode(os.urandom(16)).decode()
+s.sendall(("GET /v1/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+           "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n" % key).encode())
+head = b""
+while b"\r\n\r\n" not in head:
+    head += s.recv(1)
+for i in range(64):
+    payload = json.dumps({"type": "generate", "id": "slow%d" % i, "prompt": "Once upon a time",
+                          "params": {"max_tokens": 400, "ignore_eos": True, "logprobs": 20}}).encode()
+    mask = os.urandom(4)
+    n = len(payload)
+    header = struct.pack("!BB", 0x81, 0x80 | n) if n < 126 else struct.pack("!BBH", 0x81, 0x80 | 126, n)
+    s.sendall(header + mask + bytes(b ^ mask[j % 4] for j, b in enumerate(payload)))
+time.sleep(3600)
+PY
+}
+
+ratios=()
+for r in $(seq 1 "$rounds"); do
+  alone="$(streams "$r" "alone-$r")"
+  stall &
+  stalled=$!
+  sleep 0.5  # its requests are in the engine and its socket is filling
+  beside="$(streams "$r" "beside-$r")"
+  kill $stalled 2>/dev/null || true
+  wait $stalled 2>/dev/null || true
+  stalled=""
+  ratio="$(awk -v a="$alone" -v b="$beside" 'BEGIN { printf "%.3f", b / a }')"
+  ratios+=("$ratio")
+  echo "round $r: 16 streams alone ${alone} tok/s, beside a stalled reader ${beside} tok/s, ratio ${ratio}"
+done
+median="$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')"
+echo "median ratio ${median} (goal >= 0.90); client_too_slow endings: $(grep -c 'client not reading' "$log" || true)"
