@@ -26,6 +26,7 @@ struct server_config {
   std::string api_key;                       // non-empty: every /v1/* route and /v1/ws need "Authorization: Bearer <key>"
   std::string cors_allow_origin;             // "*" or comma-separated origins allowed by CORS; empty = no CORS headers
   std::string served_model_name;             // the model's name in the OpenAI API; empty = the model file's name
+  std::string web_root;                      // folder of the chat page served at /; empty = this source tree's web/
 };
 
 struct engine_config {

@@ -79,7 +79,8 @@ std::expected<config, std::vector<std::string>> config_load(const std::filesyste
         .field("idle_timeout_seconds", c.server.idle_timeout_seconds)
         .field("request_timeout_seconds", c.server.request_timeout_seconds)
         .field("shutdown_grace_seconds", c.server.shutdown_grace_seconds)
-        .field("cors_allow_origin", c.server.cors_allow_origin).field("served_model_name", c.server.served_model_name);
+        .field("cors_allow_origin", c.server.cors_allow_origin).field("served_model_name", c.server.served_model_name)
+        .field("web_root", c.server.web_root);
     r.reject_unknown();
   }
   if (auto s = section("engine")) {

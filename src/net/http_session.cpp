@@ -26,12 +26,13 @@ bool is_disconnect(const beast::error_code& ec) {
 }  // namespace
 
 http_session::http_session(tcp::socket socket, engine& e, const server_config& config,
-                           std::shared_ptr<connection_slot> slot)
+                           std::shared_ptr<connection_slot> slot, std::shared_ptr<const static_files> web)
     : socket_(std::move(socket)),
       executor_(socket_.get_executor()),
       engine_(e),
       config_(config),
       slot_(std::move(slot)),
+      web_(std::move(web)),
       idle_timer_(executor_),
       write_timer_(executor_) {}
 
@@ -147,7 +148,7 @@ std::string http_session::head(http::status status, std::string_view content_typ
   std::string out = "HTTP/1.1 " + std::to_string(static_cast<unsigned>(status)) + " " +
                     std::string(http::obsolete_reason(status)) + "\r\nServer: pagedserve/" PAGEDSERVE_VERSION "\r\n";
   if (!content_type.empty()) out += "Content-Type: " + std::string(content_type) + "\r\n";
-  const bool bodiless = status == http::status::no_content;
+  const bool bodiless = status == http::status::no_content || status == http::status::not_modified;
   if (content_length && !bodiless) out += "Content-Length: " + std::to_string(*content_length) + "\r\n";
   else if (!bodiless && chunked()) out += "Transfer-Encoding: chunked\r\n";
   // Without a length or chunking the body ends with the connection.

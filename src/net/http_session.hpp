@@ -3,7 +3,8 @@
 // max_pipelined read ahead) and answered strictly in order, one at a time. A read stays pending
 // while a request is being answered, so a client that closes its end mid-stream is seen at once
 // and its generation cancelled. Routes (http_session_routes.cpp): the OpenAI API, /tokenize,
-// /detokenize, /health, /version, /metrics; an upgrade at /v1/ws hands the socket to a ws_session.
+// /detokenize, /health, /version, /metrics, the chat page's files (GET / and its assets); an
+// upgrade at /v1/ws hands the socket to a ws_session.
 //
 // Writes go out one at a time from a queue of byte strings (all of it gathered into one write),
 // so an SSE stream is flushed event by event. All state lives on the connection's strand.
@@ -20,6 +21,7 @@
 #include "actors/engine.hpp"
 #include "net/connection_registry.hpp"
 #include "net/net_common.hpp"
+#include "net/static_files.hpp"
 #include "pagedserve/openai_request.hpp"
 
 namespace pagedserve::net {
@@ -39,7 +41,8 @@ using header_list = std::vector<std::pair<std::string, std::string>>;
 // connection closes at once.
 class http_session : public drain_listener, public std::enable_shared_from_this<http_session> {
  public:
-  http_session(tcp::socket socket, engine& e, const server_config& config, std::shared_ptr<connection_slot> slot);
+  http_session(tcp::socket socket, engine& e, const server_config& config, std::shared_ptr<connection_slot> slot,
+               std::shared_ptr<const static_files> web);
   ~http_session() override;
   void run();
   void on_drain() override;
@@ -95,6 +98,7 @@ class http_session : public drain_listener, public std::enable_shared_from_this<
   void serve_detokenize(const request& req);
   void serve_generation(openai::endpoint kind, const request& req);
   void serve_preflight(const request& req);
+  void serve_static(const request& req, std::string_view path);
 
   tcp::socket socket_;
   asio::any_io_executor executor_;  // the connection's strand
@@ -105,6 +109,7 @@ class http_session : public drain_listener, public std::enable_shared_from_this<
   const server_config& config_;
   std::shared_ptr<connection_slot> slot_;  // counts this connection; handed on to a WebSocket session
   bool draining_ = false;
+  std::shared_ptr<const static_files> web_;  // the chat page, shared by every session
   asio::steady_timer idle_timer_, write_timer_;
   std::uint64_t idle_epoch_ = 0, write_epoch_ = 0;  // a timer firing for an older epoch is stale
 

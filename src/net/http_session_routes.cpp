@@ -44,6 +44,25 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+// RFC 4648 base64url without padding: every character is an HTTP token character, so a key of any
+// bytes fits in Sec-WebSocket-Protocol.
+std::string base64url(std::string_view bytes) {
+  constexpr std::string_view alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  std::uint32_t acc = 0;
+  int bits = 0;
+  for (const unsigned char c : bytes) {
+    acc = (acc << 8) | c;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out.push_back(alphabet[(acc >> bits) & 63]);
+    }
+  }
+  if (bits > 0) out.push_back(alphabet[(acc << (6 - bits)) & 63]);
+  return out;
+}
+
 // Resident set size of this process, from /proc (0 where unavailable).
 std::uint64_t resident_bytes() {
   std::FILE* f = std::fopen("/proc/self/statm", "r");
@@ -102,6 +121,8 @@ void http_session::route(request req) {
   if (req.method() == http::verb::options) return serve_preflight(req);
   if (draining_ && refuse_if_draining(path)) return;
   const route_spec* r = find_route(path);
+  const bool get_like = req.method() == http::verb::get || req.method() == http::verb::head;
+  if (!r && get_like && !path.starts_with("/v1/") && !websocket::is_upgrade(req)) return serve_static(req, path);
   if (!r) {
     keep_alive_ = keep_alive_ && !websocket::is_upgrade(req);
     return respond_error({404, "no route for " + std::string(path), "invalid_request_error", "", "not_found"});
@@ -147,6 +168,14 @@ bool http_session::refuse_if_draining(std::string_view path) {
 
 bool http_session::authorized(const request& req) const {
   if (config_.api_key.empty()) return true;
+  // Browsers cannot set headers on a WebSocket: they offer the key as a subprotocol instead.
+  if (websocket::is_upgrade(req)) {
+    const std::string expected = std::string(ws_key_protocol_prefix) + base64url(config_.api_key);
+    bool match = false;
+    for_each_ws_protocol(req[http::field::sec_websocket_protocol],
+                         [&](std::string_view p) { match = constant_time_equal(p, expected) || match; });
+    if (match) return true;
+  }
   const std::string_view value = req[http::field::authorization];
   constexpr std::string_view scheme = "Bearer ";
   if (value.size() <= scheme.size() || !beast::iequals(value.substr(0, scheme.size()), scheme)) return false;
@@ -184,6 +213,26 @@ void http_session::serve_preflight(const request& req) {
     extra.emplace_back("Access-Control-Max-Age", "600");
   }
   respond(http::status::no_content, "", "", extra);
+}
+
+void http_session::serve_static(const request& req, std::string_view path) {
+  auto file = web_->lookup(path);
+  if (!file) {
+    if (file.error() == static_error::too_large)
+      return respond_error({500, "file too large to serve", "server_error", "", "file_too_large"});
+    return respond_error({404, "no route for " + std::string(path), "invalid_request_error", "", "not_found"});
+  }
+  // no-cache: the browser keeps the file but asks each time, so an edited page shows at once (a 304
+  // when unchanged). The policy lets the page load only its own files and talk only to this server.
+  header_list extra{{"Cache-Control", "no-cache"},
+                    {"ETag", file->etag},
+                    {"X-Content-Type-Options", "nosniff"},
+                    {"Referrer-Policy", "no-referrer"},
+                    {"Content-Security-Policy",
+                     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"}};
+  if (req[http::field::if_none_match] == file->etag) return respond(http::status::not_modified, "", "", extra);
+  respond(http::status::ok, file->content_type, std::move(file->body), extra);
 }
 
 void http_session::serve_status(bool metrics) {

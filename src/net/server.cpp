@@ -7,6 +7,7 @@
 #include "actors/logger.hpp"
 #include "net/connection_registry.hpp"
 #include "net/http_session.hpp"
+#include "net/static_files.hpp"
 
 namespace pagedserve {
 namespace {
@@ -28,11 +29,25 @@ void refuse_connection(net::tcp::socket socket) {
 
 }  // namespace
 
+namespace {
+
+// The chat page's folder: the configured one, else web/ in the source tree this binary was built from.
+std::string web_root(const server_config& config) {
+  return config.web_root.empty() ? std::string(PAGEDSERVE_WEB_ROOT) : config.web_root;
+}
+
+}  // namespace
+
 // Accepts connections, each on its own strand, and hands them to an http_session.
 struct server::listener : std::enable_shared_from_this<listener> {
   listener(boost::asio::io_context& io, engine& e, const server_config& config,
            std::shared_ptr<net::connection_registry> connections)
-      : io(io), acceptor(boost::asio::make_strand(io)), engine_(e), config(config), connections(std::move(connections)) {}
+      : io(io),
+        acceptor(boost::asio::make_strand(io)),
+        engine_(e),
+        config(config),
+        connections(std::move(connections)),
+        web(std::make_shared<const net::static_files>(web_root(config))) {}
 
   void do_accept() {
     acceptor.async_accept(boost::asio::make_strand(io), [self = shared_from_this()](net::beast::error_code ec,
@@ -45,7 +60,8 @@ struct server::listener : std::enable_shared_from_this<listener> {
         refuse_connection(std::move(socket));
       } else {
         auto slot = std::make_shared<net::connection_slot>(self->connections);
-        std::make_shared<net::http_session>(std::move(socket), self->engine_, self->config, std::move(slot))->run();
+        std::make_shared<net::http_session>(std::move(socket), self->engine_, self->config, std::move(slot),
+                                            self->web)->run();
       }
       self->do_accept();
     });
@@ -56,6 +72,7 @@ struct server::listener : std::enable_shared_from_this<listener> {
   engine& engine_;
   const server_config& config;
   std::shared_ptr<net::connection_registry> connections;
+  std::shared_ptr<const net::static_files> web;  // the chat page at /
 };
 
 server::server(boost::asio::io_context& io, engine& e, const server_config& config)
@@ -80,6 +97,11 @@ std::expected<unsigned short, std::string> server::start() {
   if (a.listen(boost::asio::socket_base::max_listen_connections, ec); ec) return std::unexpected("listen: " + ec.message());
   const unsigned short port = a.local_endpoint().port();
   listener_->do_accept();
+  if (listener_->web->available())
+    actor_logger("net")->info("chat page at / from {}", listener_->web->root().string());
+  else
+    actor_logger("net")->warn("chat page folder '{}' not found: GET / answers 404 (set server.web_root or --web-root)",
+                              web_root(config_));
   return port;
 }
 

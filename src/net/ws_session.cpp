@@ -26,8 +26,13 @@ void ws_session::run(http::request<http::string_body> upgrade) {
   beast::error_code ec;
   beast::get_lowest_layer(ws_).socket().set_option(tcp::no_delay(true), ec);
   ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
-  ws_.set_option(websocket::stream_base::decorator(
-      [](websocket::response_type& res) { res.set(http::field::server, "pagedserve/" PAGEDSERVE_VERSION); }));
+  bool offered = false;
+  for_each_ws_protocol(upgrade[http::field::sec_websocket_protocol],
+                       [&](std::string_view p) { offered = offered || p == ws_protocol_name; });
+  ws_.set_option(websocket::stream_base::decorator([offered](websocket::response_type& res) {
+    res.set(http::field::server, "pagedserve/" PAGEDSERVE_VERSION);
+    if (offered) res.set(http::field::sec_websocket_protocol, ws_protocol_name);
+  }));
   ws_.read_message_max(config_.max_frame_bytes * hard_frame_factor);
   ws_.async_accept(upgrade, beast::bind_front_handler(&ws_session::on_accept, shared_from_this()));
 }

@@ -215,4 +215,13 @@ class http_conn {
   std::string buf_;
 };
 
+// One request on a fresh connection: the whole response, or why there is none.
+inline std::expected<raw_response, std::string> http_exchange(unsigned short port, const std::string& bytes,
+                                                              std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  http_conn c;
+  if (!c.connect(port)) return std::unexpected("cannot connect to port " + std::to_string(port));
+  if (!c.send(bytes)) return std::unexpected("send failed");
+  return c.read_response(timeout);
+}
+
 }  // namespace pagedserve::e2e

@@ -37,10 +37,7 @@ std::map<std::string, double> scrape(unsigned short port) {
 
 // One request on a fresh connection; the whole response.
 raw_response exchange(unsigned short port, const std::string& bytes) {
-  http_conn c;
-  EXPECT_TRUE(c.connect(port));
-  EXPECT_TRUE(c.send(bytes));
-  auto r = c.read_response(response_timeout);
+  auto r = http_exchange(port, bytes, response_timeout);
   EXPECT_TRUE(r) << r.error();
   return r ? *r : raw_response{};
 }

@@ -1,53 +1,8 @@
-// Starts the real `pagedserve serve` on 127.0.0.1 and an ephemeral port for the tests, and talks
-// to its WebSocket API for comparisons. Paths come from the environment CTest sets
-// (PAGEDSERVE_BINARY, PAGEDSERVE_SHARED_DIR), else from this checkout's layout.
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+// The server for the openai client tests (started by tests/support/server.mjs), and its WebSocket
+// API for comparisons.
 import WebSocket from 'ws';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, '..', '..', '..');
-export const binary = process.env.PAGEDSERVE_BINARY ?? join(repo, 'build', 'pagedserve');
-export const sharedDir = process.env.PAGEDSERVE_SHARED_DIR ?? join(repo, '..', 'shared');
-const model = join(sharedDir, 'models', 'stories260K.bin');
-const tokenizer = join(sharedDir, 'models', 'tok512.bin');
-
-// Why the tests cannot run here, or null when they can.
-export function skipReason() {
-  if (!existsSync(model) || !existsSync(tokenizer)) return `../shared is absent: skipping (needs ${model})`;
-  if (!existsSync(binary)) return `no server binary at ${binary}: build first`;
-  return null;
-}
-
-// Resolves to { port, stop() } once the server logs its port; rejects if it exits or is silent for 15 s.
-export function startServer(extraArgs = []) {
-  const child = spawn(binary, ['serve', '--model', model, '--tokenizer', tokenizer, '--host', '127.0.0.1',
-    '--port', '0', '--log-level', 'info', ...extraArgs], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  return new Promise((resolvePromise, reject) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`server did not start:\n${log}`)); }, 15000);
-    child.stderr.on('data', (data) => {
-      log += data;
-      const m = /serving '.*' .*on http:\/\/127\.0\.0\.1:(\d+)/.exec(log);
-      if (m && timer) {
-        clearTimeout(timer);
-        resolvePromise({
-          port: Number(m[1]),
-          log: () => log,
-          stop: () => new Promise((done) => {
-            if (child.exitCode !== null) return done();
-            child.once('exit', done);
-            child.kill('SIGTERM');
-            setTimeout(() => child.kill('SIGKILL'), 3000).unref();
-          }),
-        });
-      }
-    });
-    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited (${code}):\n${log}`)); });
-  });
-}
+export { binary, sharedDir, skipReason, startServer } from '../../support/server.mjs';
 
 // One generate request over /v1/ws: resolves to { text, tokenIds, logprobs, done } at its done frame.
 export function websocketGenerate(port, frame, headers = {}) {
