@@ -1,22 +1,31 @@
-// ops::matmul for every kernel table on the s110m shapes (dim 768, hidden 2048, vocab 32000), from
-// decode (1 token) to prefill batches. Names carry the ISA, scalar first for each shape, so one run
-// shows the speed-ups side by side; "ratio_vs_scalar" is this table's speed over scalar's on the
-// same shape and batch. Reports weight bytes/s (decode is bound by streaming them) and GFLOP/s.
+// ops::matmul for every kernel table and weight type (f32, bf16, int8 with per-row scales) on the
+// s110m shapes (dim 768, hidden 2048, vocab 32000), from decode (1 token) to prefill batches.
+// Names carry the dtype and ISA, scalar first for each case, so one run shows the speed-ups side by
+// side; "ratio_vs_scalar" is this table's speed over scalar's on the same case.
 //
-//   ./build/load-tests/bench_kernels --benchmark_filter='768x768'
+// Before the benchmarks it measures the machine's read bandwidth in this process (membw.hpp) and
+// prints it in the context block; every case then reports the weight bytes it streamed per second
+// ("bytes_per_second", what bounds decode) and "bw_ratio" = that / the measured bandwidth, plus
+// GFLOP/s. Weights small enough for L2/L3 can exceed 1: the s110m matrices up to 2048x768 fit L3.
+//
+//   ./build/load-tests/bench_kernels --benchmark_filter='32000x768.*tokens:1/'
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <random>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "membw.hpp"
 #include "pagedserve/kernels.hpp"
+#include "pagedserve/quantize.hpp"
 
 namespace {
 
+using namespace pagedserve;
 using namespace pagedserve::kernels;
 
 struct matmul_shape {
@@ -29,39 +38,72 @@ struct matmul_shape {
 constexpr matmul_shape shapes[] = {
     {768, 768, "wq"}, {2048, 768, "w1"}, {768, 2048, "w2"}, {32000, 768, "wcls"}};
 constexpr int token_counts[] = {1, 4, 16, 64, 256};
+constexpr dtype weight_types[] = {dtype::f32, dtype::bf16, dtype::i8};
 
-// Seconds per iteration of the scalar table, keyed by (n_out, n_in, n_tokens); filled when the
-// scalar benchmark of that case runs, which is registered before the others.
-std::map<std::tuple<int, int, int>, double>& scalar_seconds() {
-  static std::map<std::tuple<int, int, int>, double> m;
+double& measured_bandwidth_gbps() {
+  static double gbps = 0.0;
+  return gbps;
+}
+
+// Seconds per iteration of the scalar table, keyed by (dtype, n_out, n_in, n_tokens); filled when
+// the scalar benchmark of that case runs, which is registered before the others.
+std::map<std::tuple<dtype, int, int, int>, double>& scalar_seconds() {
+  static std::map<std::tuple<dtype, int, int, int>, double> m;
   return m;
 }
 
-void bench_matmul(benchmark::State& state, const kernel_table* kt, matmul_shape shape, int n_tokens) {
-  std::mt19937 rng(42);
+// One random matrix in the benchmarked type, and the storage behind its view.
+struct bench_weight {
+  std::vector<float> f32;
+  std::vector<std::uint16_t> bf16;
+  std::vector<std::int8_t> i8;
+  std::vector<float> scales;
+  weight view;
+};
+
+bench_weight make_weight(dtype type, int rows, int cols, std::mt19937& rng) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> w(static_cast<std::size_t>(shape.n_out) * shape.n_in);
+  bench_weight b;
+  b.f32.resize(static_cast<std::size_t>(rows) * cols);
+  for (float& f : b.f32) f = dist(rng);
+  b.view = weight_f32(b.f32.data(), rows, cols);
+  if (type == dtype::bf16) {
+    for (float f : b.f32) b.bf16.push_back(f32_to_bf16(f));
+    b.view = weight{b.bf16.data(), dtype::bf16, rows, cols};
+  } else if (type == dtype::i8) {
+    b.i8.resize(b.f32.size());
+    b.scales.resize(rows);
+    b.view = quantize_matrix_i8(b.i8.data(), b.scales.data(), b.view);
+  }
+  if (type != dtype::f32) b.f32 = {};  // only the benchmarked copy stays in memory
+  return b;
+}
+
+void bench_matmul(benchmark::State& state, const kernel_table* kt, dtype type, matmul_shape shape, int n_tokens) {
+  std::mt19937 rng(42);
+  const bench_weight w = make_weight(type, shape.n_out, shape.n_in, rng);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> x(static_cast<std::size_t>(n_tokens) * shape.n_in);
   std::vector<float> out(static_cast<std::size_t>(n_tokens) * shape.n_out);
-  for (float& f : w) f = dist(rng);
   for (float& f : x) f = dist(rng);
 
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
-    ops::matmul(*kt, out.data(), x.data(), w.data(), n_tokens, shape.n_in, shape.n_out);
+    ops::matmul(*kt, out.data(), x.data(), w.view, n_tokens);
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / state.iterations();
 
-  const double weight_bytes = static_cast<double>(w.size()) * sizeof(float);
+  const double weight_bytes = static_cast<double>(w.view.n_bytes());
   const double flops = 2.0 * n_tokens * shape.n_in * static_cast<double>(shape.n_out);
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * weight_bytes));
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["tokens"] = n_tokens;
+  if (measured_bandwidth_gbps() > 0) state.counters["bw_ratio"] = weight_bytes / seconds * 1e-9 / measured_bandwidth_gbps();
 
-  const auto key = std::make_tuple(shape.n_out, shape.n_in, n_tokens);
+  const auto key = std::make_tuple(type, shape.n_out, shape.n_in, n_tokens);
   if (kt->which == isa::scalar) {
     scalar_seconds()[key] = seconds;
     state.counters["ratio_vs_scalar"] = 1.0;
@@ -70,26 +112,37 @@ void bench_matmul(benchmark::State& state, const kernel_table* kt, matmul_shape 
   }
 }
 
+// The bandwidth probe as a benchmark too, so its figure sits in the table next to the matmuls.
+void bench_read_bandwidth(benchmark::State& state) {
+  double gbps = 0.0;
+  for (auto _ : state) gbps = bench::read_bandwidth_gbps(std::size_t{512} << 20, 3);
+  state.counters["GB/s"] = gbps;
+}
+
 void register_benchmarks() {
+  benchmark::RegisterBenchmark("membw/read_512MiB", bench_read_bandwidth)->Iterations(3)->Unit(benchmark::kMillisecond);
   const auto supported = kernel_tables_supported();
   // Scalar first (the list is best first), so its time is known when the faster ones run.
   const std::vector<const kernel_table*> tables(supported.rbegin(), supported.rend());
   for (const matmul_shape& shape : shapes)
     for (int n_tokens : token_counts)
-      for (const kernel_table* kt : tables) {
-        const std::string name = "matmul/" + std::to_string(shape.n_out) + "x" + std::to_string(shape.n_in) + "_" +
-                                 shape.what + "/tokens:" + std::to_string(n_tokens) + "/" +
-                                 std::string(isa_name(kt->which));
-        benchmark::RegisterBenchmark(name.c_str(), bench_matmul, kt, shape, n_tokens)
-            ->UseRealTime()
-            ->Unit(benchmark::kMicrosecond)
-            ->MinTime(0.2);
-      }
+      for (dtype type : weight_types)
+        for (const kernel_table* kt : tables) {
+          const std::string name = "matmul/" + std::to_string(shape.n_out) + "x" + std::to_string(shape.n_in) + "_" +
+                                   shape.what + "/tokens:" + std::to_string(n_tokens) + "/" +
+                                   std::string(dtype_name(type)) + "/" + std::string(isa_name(kt->which));
+          benchmark::RegisterBenchmark(name.c_str(), bench_matmul, kt, type, shape, n_tokens)
+              ->UseRealTime()
+              ->Unit(benchmark::kMicrosecond)
+              ->MinTime(0.2);
+        }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  measured_bandwidth_gbps() = bench::read_bandwidth_gbps();
+  benchmark::AddCustomContext("measured_read_bandwidth", std::to_string(measured_bandwidth_gbps()) + " GB/s");
   register_benchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

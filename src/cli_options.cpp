@@ -26,14 +26,15 @@ std::string cli_usage() {
   pagedserve serve    [--config FILE] [--model M.bin] [--tokenizer T.bin] [--host H] [--port P]
                       [--kv-blocks N] [--block-size N] [--max-num-seqs N] [--max-num-batched-tokens N]
                       [--max-decode-slowdown X] [--prefix-caching on|off]
-                      [--threads N] [--kernels auto|scalar|avx2|avx512] [--log-level L]
+                      [--threads N] [--kernels auto|scalar|avx2|avx512] [--quantize none|bf16|int8]
+                      [--log-level L]
                       [--max-waiting N] [--max-body-bytes N] [--api-key KEY] [--cors-allow-origin O]
                       [--served-model-name NAME] [--max-connections N] [--max-requests-per-socket N]
                       [--max-outbound-bytes N] [--max-header-bytes N] [--idle-timeout S]
                       [--request-timeout S] [--shutdown-grace S] [--web-root DIR]
   pagedserve generate [--config FILE] --model M.bin [--tokenizer T.bin] --prompt TEXT [--max-tokens N]
                       [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S] [--threads N]
-                      [--kernels ...]
+                      [--kernels ...] [--quantize none|bf16|int8]
   pagedserve tokenize --tokenizer PATH --text TEXT [--with-special]
   pagedserve chat-template --model DIR --messages FILE.json [--no-generation-prompt]
   pagedserve convert --model M.bin --out DIR [--dtype f32|bf16]
@@ -92,6 +93,7 @@ std::expected<cli_options, std::vector<std::string>> cli_parse(int argc, char** 
     }
     else if (name == "threads") ok = parse_number(value, c.engine.threads);
     else if (name == "kernels") c.engine.kernels = value;
+    else if (name == "quantize") c.model.quantize = value;
     else if (name == "log-level") c.log_level = value;
     else if (name == "io-threads") ok = parse_number(value, c.server.io_threads);
     else if (name == "max-waiting") ok = parse_number(value, c.engine.max_waiting);

@@ -48,6 +48,12 @@ struct kernel_table {
                            int o_begin, int o_end);
   void (*matmul_rows_f16)(float* out, const float* x, const std::uint16_t* w, int n_tokens, int n_in, int n_out,
                           int o_begin, int o_end);
+  // int8 weights with per-row scales (dtype::i8): out[t, o] = scales[o] * (sum_i x[t, i] * q[o, i]).
+  // The sum is matmul_rows's over the int8 values widened exactly to fp32, in the same order, so it
+  // is as batch invariant; the scale is one multiply after it. x stays fp32 (weight-only
+  // quantization): the weights stream at 1 byte each and activations lose no precision.
+  void (*matmul_rows_i8)(float* out, const float* x, const std::int8_t* w, const float* scales, int n_tokens,
+                         int n_in, int n_out, int o_begin, int o_end);
   // Sum of squares of x[n] (RMSNorm's reduction).
   float (*sum_squares)(const float* x, int n);
   // out[n] = x[n] * scale * weight[n]
@@ -96,7 +102,8 @@ constexpr int attention_start(const attention_batch& b, int pos) {
 
 namespace reference {
 void matmul(float* out, const float* x, const float* w, int n_tokens, int n_in, int n_out);
-// out[n_tokens, w.rows] = x[n_tokens, w.cols] · w^T, any weight dtype.
+// out[n_tokens, w.rows] = x[n_tokens, w.cols] · w^T, any weight dtype; i8 sums x * q in index
+// order and applies the row's scale last, as the tables do.
 void matmul(float* out, const float* x, const weight& w, int n_tokens);
 void rmsnorm(float* out, const float* x, const float* weight, int n_rows, int dim, float eps);
 // Rotates interleaved pairs (2i, 2i+1) inside each head of x[n_tokens, n_heads*head_size] by

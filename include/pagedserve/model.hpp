@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pagedserve/kernels.hpp"
@@ -134,7 +135,12 @@ enum class weight_format {
   as_stored,  // as the file has them (mmapped, no copy): f32, bf16 or f16
   f32,        // widened to fp32 at load (twice the memory of bf16, the llama2.c path's numerics)
   bf16,       // f32/f16 rounded to bf16 at load (half the memory and bandwidth of fp32)
+  int8,       // per-row symmetric int8 at load (quantize.hpp; a quarter of fp32's bytes). Every matrix,
+              // token embedding and classifier included; the MoE router keeps its stored type
 };
+
+// "none" (as stored), "f32", "bf16", "int8" (config model.quantize, --quantize); nullopt otherwise.
+std::optional<weight_format> weight_format_parse(std::string_view name);
 
 struct model_load_options {
   weight_format weights = weight_format::as_stored;
@@ -145,6 +151,7 @@ std::vector<float> rope_inv_freq_compute(const model_config& c);
 // Every tensor the config implies is present with its shape: an error naming the first one that is not.
 std::expected<void, std::string> model_check(const model& m);
 // Re-stores every matrix in the requested format (owned buffers); norms and biases stay fp32.
+// Tied token embedding and classifier stay one shared matrix.
 void model_convert_weights(model& m, weight_format format);
 
 // llama2.c checkpoint: 7 int32 header (dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size,

@@ -1,11 +1,14 @@
 #pragma once
-// A typed, read-only view of one weight matrix, so loaders can hand the kernels fp32, bf16 or fp16
-// tensors straight from a file mapping (or from a buffer they converted) without copying them, and
-// the exact scalar conversions between those formats.
+// A typed, read-only view of one weight matrix, so loaders can hand the kernels fp32, bf16, fp16 or
+// int8 tensors straight from a file mapping (or from a buffer they converted) without copying them,
+// and the exact scalar conversions between those formats.
 //
 // bf16 -> fp32 and fp16 -> fp32 are exact (every bf16/fp16 value is an fp32 value), which is what
 // lets a bf16 matmul accumulate in fp32 with the same order, and so the same bits, as the fp32
 // matmul over the up-converted weights.
+//
+// i8 is weight-only quantization with one fp32 scale per output row (per channel, symmetric):
+// w[o, i] ~= scales[o] * q[o, i], q in [-127, 127] (quantize.hpp makes them).
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -13,10 +16,11 @@
 
 namespace pagedserve {
 
-enum class dtype : std::uint8_t { f32, bf16, f16 };
+enum class dtype : std::uint8_t { f32, bf16, f16, i8 };
 
-std::string_view dtype_name(dtype t);  // "f32", "bf16", "f16"
-constexpr std::size_t dtype_size(dtype t) { return t == dtype::f32 ? 4 : 2; }
+std::string_view dtype_name(dtype t);  // "f32", "bf16", "f16", "i8"
+// Bytes per element (an i8 matrix's row scales come on top: see weight::n_bytes).
+constexpr std::size_t dtype_size(dtype t) { return t == dtype::f32 ? 4 : t == dtype::i8 ? 1 : 2; }
 
 // A [rows, cols] row-major matrix (rows = output features, as HF's nn.Linear and llama2.c store
 // them). data is null for an absent weight.
@@ -25,13 +29,18 @@ struct weight {
   dtype type = dtype::f32;
   int rows = 0;
   int cols = 0;
+  const float* scales = nullptr;  // [rows] dequantization scale of each row; i8 only, else null
 
   bool empty() const { return data == nullptr; }
   std::size_t n_elements() const { return static_cast<std::size_t>(rows) * cols; }
-  std::size_t n_bytes() const { return n_elements() * dtype_size(type); }
+  // What a matmul streams: the elements, plus the row scales of an i8 matrix.
+  std::size_t n_bytes() const {
+    return n_elements() * dtype_size(type) + (type == dtype::i8 ? static_cast<std::size_t>(rows) * sizeof(float) : 0);
+  }
   // The fp32 data; only valid when type == f32.
   const float* f32() const { return static_cast<const float*>(data); }
   const std::uint16_t* u16() const { return static_cast<const std::uint16_t*>(data); }
+  const std::int8_t* i8() const { return static_cast<const std::int8_t*>(data); }
   bool operator==(const weight&) const = default;
 };
 
@@ -73,6 +82,7 @@ inline float weight_at(const weight& w, std::size_t i) {
     case dtype::f32: return w.f32()[i];
     case dtype::bf16: return bf16_to_f32(w.u16()[i]);
     case dtype::f16: return f16_to_f32(w.u16()[i]);
+    case dtype::i8: return w.scales[i / static_cast<std::size_t>(w.cols)] * static_cast<float>(w.i8()[i]);
   }
   return 0.0f;
 }

@@ -35,6 +35,7 @@ void matmul(const kernel_table& kt, float* out, const float* x, const weight& w,
       case dtype::f32: kt.matmul_rows(out, x, w.f32(), n_tokens, n_in, n_out, o_begin, o_end); break;
       case dtype::bf16: kt.matmul_rows_bf16(out, x, w.u16(), n_tokens, n_in, n_out, o_begin, o_end); break;
       case dtype::f16: kt.matmul_rows_f16(out, x, w.u16(), n_tokens, n_in, n_out, o_begin, o_end); break;
+      case dtype::i8: kt.matmul_rows_i8(out, x, w.i8(), w.scales, n_tokens, n_in, n_out, o_begin, o_end); break;
     }
   });
 }

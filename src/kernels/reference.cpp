@@ -18,6 +18,17 @@ void matmul(float* out, const float* x, const float* w, int n_tokens, int n_in, 
 
 void matmul(float* out, const float* x, const weight& w, int n_tokens) {
   const int n_in = w.cols, n_out = w.rows;
+  if (w.type == dtype::i8) {
+    for (int t = 0; t < n_tokens; ++t) {
+      for (int o = 0; o < n_out; ++o) {
+        float sum = 0.0f;
+        for (int i = 0; i < n_in; ++i)
+          sum += static_cast<float>(w.i8()[static_cast<std::size_t>(o) * n_in + i]) * x[static_cast<std::size_t>(t) * n_in + i];
+        out[static_cast<std::size_t>(t) * n_out + o] = w.scales[o] * sum;
+      }
+    }
+    return;
+  }
   for (int t = 0; t < n_tokens; ++t) {
     for (int o = 0; o < n_out; ++o) {
       float sum = 0.0f;

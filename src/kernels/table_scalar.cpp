@@ -37,6 +37,20 @@ void matmul_rows_16_scalar(float* out, const float* x, const std::uint16_t* w, i
   }
 }
 
+// int8 weights: the index-order sum over q widened to fp32, then the row's scale.
+void matmul_rows_i8_scalar(float* out, const float* x, const std::int8_t* w, const float* scales, int n_tokens,
+                           int n_in, int n_out, int o_begin, int o_end) {
+  for (int o = o_begin; o < o_end; ++o) {
+    const std::int8_t* wo = w + static_cast<std::size_t>(o) * n_in;
+    for (int t = 0; t < n_tokens; ++t) {
+      const float* xt = x + static_cast<std::size_t>(t) * n_in;
+      float sum = 0.0f;
+      for (int i = 0; i < n_in; ++i) sum += xt[i] * static_cast<float>(wo[i]);
+      out[static_cast<std::size_t>(t) * n_out + o] = scales[o] * sum;
+    }
+  }
+}
+
 float sum_squares_scalar(const float* x, int n) { return dot_scalar(x, x, n); }
 
 void scale_mul_scalar(float* out, const float* x, const float* weight, float scale, int n) {
@@ -57,7 +71,7 @@ void swiglu_scalar(float* gate, const float* up, int n) {
 }  // namespace
 
 extern const kernel_table kernel_table_scalar = {
-    isa::scalar, matmul_rows_scalar, matmul_rows_16_scalar<bf16_to_f32>, matmul_rows_16_scalar<f16_to_f32>,
+    isa::scalar, matmul_rows_scalar, matmul_rows_16_scalar<bf16_to_f32>, matmul_rows_16_scalar<f16_to_f32>, matmul_rows_i8_scalar,
     sum_squares_scalar, scale_mul_scalar, dot_scalar, axpy_scalar, swiglu_scalar,
 };
 

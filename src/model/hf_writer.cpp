@@ -32,6 +32,7 @@ std::string_view torch_dtype(dtype t) {
     case dtype::f32: return "float32";
     case dtype::bf16: return "bfloat16";
     case dtype::f16: return "float16";
+    case dtype::i8: return "int8";
   }
   return "float32";
 }

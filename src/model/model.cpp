@@ -5,6 +5,7 @@
 #include <numbers>
 
 #include "pagedserve/model.hpp"
+#include "pagedserve/quantize.hpp"
 
 namespace pagedserve {
 
@@ -141,8 +142,14 @@ namespace {
 // A copy of w in `to`, converted in parallel over rows (exact when widening).
 weight convert_matrix(model& m, const weight& w, dtype to) {
   if (w.empty() || w.type == to) return w;
+  if (to == dtype::i8) {
+    std::int8_t* q = m.keep(std::vector<std::int8_t>(w.n_elements()));
+    float* scales = m.keep(std::vector<float>(w.rows));
+    return quantize_matrix_i8(q, scales, w);
+  }
   weight out = w;
   out.type = to;
+  out.scales = nullptr;
   const std::size_t cols = w.cols;
   if (to == dtype::f32) {
     float* dst = m.keep(std::vector<float>(w.n_elements()));
@@ -163,14 +170,25 @@ weight convert_matrix(model& m, const weight& w, dtype to) {
 
 }  // namespace
 
+std::optional<weight_format> weight_format_parse(std::string_view name) {
+  if (name == "none") return weight_format::as_stored;
+  if (name == "f32") return weight_format::f32;
+  if (name == "bf16") return weight_format::bf16;
+  if (name == "int8") return weight_format::int8;
+  return std::nullopt;
+}
+
 void model_convert_weights(model& m, weight_format format) {
   if (format == weight_format::as_stored) return;
-  const dtype to = format == weight_format::f32 ? dtype::f32 : dtype::bf16;
+  const dtype to = format == weight_format::f32 ? dtype::f32 : format == weight_format::bf16 ? dtype::bf16 : dtype::i8;
   const bool tied = m.classifier == m.token_embedding;
   m.token_embedding = convert_matrix(m, m.token_embedding, to);
   m.classifier = tied ? m.token_embedding : convert_matrix(m, m.classifier, to);
   for (layer_weights& l : m.layers) {
-    for (weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router}) *w = convert_matrix(m, *w, to);
+    // Under int8 the MoE router keeps its stored type: its scores pick the experts, and a flipped
+    // top-k choice costs more than the few bytes it streams.
+    if (to != dtype::i8) l.router = convert_matrix(m, l.router, to);
+    for (weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) *w = convert_matrix(m, *w, to);
     for (expert_weights& e : l.experts)
       for (weight* w : {&e.gate, &e.up, &e.down}) *w = convert_matrix(m, *w, to);
   }

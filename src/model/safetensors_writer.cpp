@@ -13,6 +13,7 @@ std::string_view header_dtype(dtype t) {
     case dtype::f32: return "F32";
     case dtype::bf16: return "BF16";
     case dtype::f16: return "F16";
+    case dtype::i8: return "I8";
   }
   return "F32";
 }

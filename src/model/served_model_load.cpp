@@ -49,7 +49,9 @@ std::expected<served_model, std::string> served_model_load(const model_paths& pa
     return served_model{std::move(m), std::move(tok), nullptr};
   }
   const std::filesystem::path model_path = paths.model;
-  auto m = model_load_any(model_path);
+  const std::optional<weight_format> format = weight_format_parse(paths.quantize);
+  if (!format) return std::unexpected("unknown weight format '" + paths.quantize + "' (none, f32, bf16 or int8)");
+  auto m = model_load_any(model_path, {.weights = *format});
   if (!m) return std::unexpected("cannot load model: " + m.error());
   if (paths.tokenizer.empty() && gguf_file_is(model_path)) return served_gguf(model_path, std::move(*m));
   // A folder carries its tokenizer; a llama2.c checkpoint looks for tokenizer.bin beside it.

@@ -10,6 +10,7 @@ std::string_view dtype_name(dtype t) {
     case dtype::f32: return "f32";
     case dtype::bf16: return "bf16";
     case dtype::f16: return "f16";
+    case dtype::i8: return "i8";
   }
   return "unknown";
 }
@@ -39,6 +40,9 @@ void weight_row_to_f32(float* out, const weight& w, int row) {
       return;
     case dtype::f16:
       for (int i = 0; i < w.cols; ++i) out[i] = f16_to_f32(w.u16()[base + i]);
+      return;
+    case dtype::i8:
+      for (int i = 0; i < w.cols; ++i) out[i] = w.scales[row] * static_cast<float>(w.i8()[base + i]);
       return;
   }
 }

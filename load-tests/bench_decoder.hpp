@@ -1,0 +1,85 @@
+#pragma once
+// Decode steps of a loaded model for the benchmarks: `streams` sequences, each with its own KV
+// blocks and a `prefix` of context filled at construction; every step() decodes one token of each.
+// Positions cycle through [prefix, context) so the KV pool stays small and attention cost steady.
+#include <algorithm>
+#include <cstdint>
+
+#include "pagedserve/forward.hpp"
+#include "pagedserve/kv_cache.hpp"
+#include "pagedserve/model.hpp"
+
+namespace pagedserve::bench {
+
+constexpr int block_size = 16;
+constexpr int context = 128;  // positions cycle through [prefix, context) so the KV pool stays small
+constexpr int prefix = 32;
+
+// Runs decode steps for `streams` sequences, each with its own blocks; positions advance per step.
+class decoder {
+ public:
+  decoder(const model& m, int streams)
+      : m_(m), streams_(streams), cache_(m.config.n_layers, streams * context / block_size, block_size, m.config.kv_dim()),
+        fwd_(m, *kernels::kernel_table_select(), std::max(streams, prefix)) {
+    for (int s = 0; s < streams; ++s) {  // fill each sequence's first `prefix` positions
+      step_batch b = batch_for(s, 0, prefix);
+      fwd_.run(b, cache_);
+    }
+    pos_ = prefix;
+  }
+
+  void step() {
+    step_batch b;
+    for (int s = 0; s < streams_; ++s) append(b, s, pos_, 1);
+    fwd_.run(b, cache_);
+    if (++pos_ == context) pos_ = prefix;
+  }
+
+  // Bytes of weights one decode step reads: the chosen experts are approximated by all experts any
+  // token could pick (min(streams * top_k, n_experts)) per MoE layer.
+  double bytes_per_step() const {
+    const model_config& c = m_.config;
+    double total = static_cast<double>(m_.classifier.n_bytes());
+    for (const layer_weights& l : m_.layers) {
+      total += static_cast<double>(l.wq.n_bytes() + l.wk.n_bytes() + l.wv.n_bytes() + l.wo.n_bytes());
+      if (!l.is_moe()) {
+        total += static_cast<double>(l.w_gate.n_bytes() + l.w_up.n_bytes() + l.w_down.n_bytes());
+        continue;
+      }
+      const int used = std::min(streams_ * c.n_experts_used, c.n_experts);
+      const auto& e = l.experts[0];
+      total += static_cast<double>(l.router.n_bytes()) + used * static_cast<double>(e.gate.n_bytes() + e.up.n_bytes() + e.down.n_bytes());
+    }
+    return total;
+  }
+
+ private:
+  void append(step_batch& b, int s, int first, int count) const {
+    const int blocks_per_seq = context / block_size;
+    if (b.seq_block_offset.size() <= static_cast<std::size_t>(s)) b.seq_block_offset.resize(s + 1, 0);
+    b.seq_block_offset[s] = static_cast<std::int32_t>(b.block_tables.size());
+    for (int k = 0; k < blocks_per_seq; ++k) b.block_tables.push_back(s * blocks_per_seq + k);
+    for (int p = first; p < first + count; ++p) {
+      b.logits_rows.push_back(b.n_tokens());
+      b.tokens.push_back((p * 7919 + s * 104729) % m_.config.vocab_size);
+      b.positions.push_back(p);
+      b.seq_of_token.push_back(static_cast<std::int32_t>(b.seq_block_offset.size() - 1));
+      b.slots.push_back((s * blocks_per_seq + p / block_size) * block_size + p % block_size);
+    }
+  }
+  step_batch batch_for(int s, int first, int count) const {
+    step_batch b;
+    append(b, s, first, count);
+    b.seq_of_token.assign(b.tokens.size(), 0);
+    b.seq_block_offset = {0};
+    return b;
+  }
+
+  const model& m_;
+  int streams_;
+  kv_cache cache_;
+  forward_pass fwd_;
+  int pos_ = 0;
+};
+
+}  // namespace pagedserve::bench

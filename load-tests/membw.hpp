@@ -1,0 +1,47 @@
+#pragma once
+// The machine's memory read bandwidth, measured in the benchmark's own process (perf.md: it flips
+// between about 35 and 65 GB/s on this VM, so ratios only mean something against a figure taken in
+// the same run). A TBB-parallel sum over a buffer far larger than L3, on every core of the arena,
+// best of several passes: what a weight-streaming matmul could reach at most.
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/parallel_reduce.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+namespace pagedserve::bench {
+
+// GB/s (1e9 bytes) of the best of `passes` full reads of a `bytes` buffer.
+inline double read_bandwidth_gbps(std::size_t bytes = std::size_t{512} << 20, int passes = 7) {
+  std::vector<std::uint64_t> buf(bytes / sizeof(std::uint64_t));
+  const std::size_t n = buf.size();
+  constexpr std::size_t chunk = (1 << 20) / sizeof(std::uint64_t);  // 1 MiB per task
+  // Written in parallel first, so every page is faulted in (and spread like the reads) before timing.
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, chunk), [&](const auto& r) {
+    for (std::size_t i = r.begin(); i < r.end(); ++i) buf[i] = i;
+  });
+  double best = 0.0;
+  for (int p = 0; p < passes; ++p) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::uint64_t sum = tbb::parallel_reduce(
+        tbb::blocked_range<std::size_t>(0, n, chunk), std::uint64_t{0},
+        [&](const tbb::blocked_range<std::size_t>& r, std::uint64_t acc) {
+          // Four independent sums, so the loop is bound by loads, not by one add chain.
+          std::uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+          std::size_t i = r.begin();
+          for (; i + 4 <= r.end(); i += 4) s0 += buf[i], s1 += buf[i + 1], s2 += buf[i + 2], s3 += buf[i + 3];
+          for (; i < r.end(); ++i) s0 += buf[i];
+          return acc + s0 + s1 + s2 + s3;
+        },
+        [](std::uint64_t a, std::uint64_t b) { return a + b; });
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (sum != (static_cast<std::uint64_t>(n) * (n - 1)) / 2) return 0.0;  // keeps the reads alive
+    best = std::max(best, static_cast<double>(bytes) / s * 1e-9);
+  }
+  return best;
+}
+
+}  // namespace pagedserve::bench
