@@ -31,6 +31,14 @@ struct safetensors_tensor {
   std::size_t n_bytes = 0;
 };
 
+// The validated header of a whole safetensors file held in `bytes`: tensors point into bytes.
+// Split from safetensors_file::open so the parser runs on bytes from anywhere (the fuzzer).
+struct safetensors_header {
+  std::vector<safetensors_tensor> tensors;     // in header order
+  std::map<std::string, std::string> metadata;  // "__metadata__"
+};
+std::expected<safetensors_header, std::string> safetensors_parse(std::span<const std::byte> bytes);
+
 // One mapped .safetensors file and its validated tensor table.
 class safetensors_file {
  public:

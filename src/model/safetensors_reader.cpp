@@ -78,11 +78,8 @@ std::expected<safetensors_tensor, std::string> parse_entry(std::string_view name
 
 }  // namespace
 
-std::expected<safetensors_file, std::string> safetensors_file::open(const std::filesystem::path& path) {
-  auto mapped = mapped_file::open(path);
-  if (!mapped) return std::unexpected(mapped.error());
-  auto bad = [&](const std::string& what) { return std::unexpected(path.string() + ": " + what); };
-  const auto bytes = mapped->bytes();
+std::expected<safetensors_header, std::string> safetensors_parse(std::span<const std::byte> bytes) {
+  auto bad = [](const std::string& what) { return std::unexpected(what); };
   if (bytes.size() < 8)
     return bad("file is " + std::to_string(bytes.size()) + " bytes, shorter than the 8-byte header length");
   std::uint64_t header_len;
@@ -98,8 +95,8 @@ std::expected<safetensors_file, std::string> safetensors_file::open(const std::f
   simdjson::dom::object obj;
   if (root.get_object().get(obj)) return bad("header is not a JSON object");
 
-  safetensors_file f;
-  f.path_ = path;
+  safetensors_header h;
+  std::set<std::string_view> names;  // keys as parsed: they live as long as `parser`
   const std::byte* data = bytes.data() + 8 + header_len;
   const std::uint64_t data_size = bytes.size() - 8 - header_len;
   for (auto field : obj) {
@@ -109,15 +106,29 @@ std::expected<safetensors_file, std::string> safetensors_file::open(const std::f
       for (auto m : meta) {
         std::string_view v;
         if (m.value.get_string().get(v)) return bad("__metadata__ value '" + std::string(m.key) + "' is not a string");
-        f.metadata_[std::string(m.key)] = std::string(v);
+        h.metadata[std::string(m.key)] = std::string(v);
       }
       continue;
     }
     auto t = parse_entry(field.key, field.value, data, data_size);
     if (!t) return bad(t.error());
-    if (!f.index_.emplace(t->name, f.tensors_.size()).second) return bad("tensor '" + t->name + "' appears twice");
-    f.tensors_.push_back(std::move(*t));
+    if (!names.insert(field.key).second) return bad("tensor '" + t->name + "' appears twice");
+    h.tensors.push_back(std::move(*t));
   }
+  return h;
+}
+
+std::expected<safetensors_file, std::string> safetensors_file::open(const std::filesystem::path& path) {
+  auto mapped = mapped_file::open(path);
+  if (!mapped) return std::unexpected(mapped.error());
+  auto header = safetensors_parse(mapped->bytes());
+  if (!header) return std::unexpected(path.string() + ": " + header.error());
+
+  safetensors_file f;
+  f.path_ = path;
+  f.tensors_ = std::move(header->tensors);
+  f.metadata_ = std::move(header->metadata);
+  for (std::size_t i = 0; i < f.tensors_.size(); ++i) f.index_.emplace(f.tensors_[i].name, i);
   f.file_ = std::make_shared<const mapped_file>(std::move(*mapped));
   return f;
 }
