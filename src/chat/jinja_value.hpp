@@ -45,18 +45,7 @@ struct undefined_t {
 };
 struct none_t {};
 
-// A Python list, a tuple (from "(a, b)", dict.items(), dictsort: prints as (a, b), never equals a
-// list), or the items of a generator (what jinja2's map, select, reject, items and reverse filters
-// return: always true, no len(), no subscripts; templates consume it with list, join or for).
-struct list : std::vector<value> {
-  using std::vector<value>::vector;
-  bool is_tuple = false;
-  bool is_generator = false;
-};
-inline list generator_of(list items) {
-  items.is_generator = true;
-  return items;
-}
+struct list;  // defined below value: clang needs value complete to derive from std::vector<value>
 using list_ptr = std::shared_ptr<const list>;
 
 // Insertion-ordered string-keyed map (template dicts only ever have string keys here).
@@ -101,7 +90,7 @@ struct value {
   value(const char* s) : v(std::string(s)) {}
   value(std::string_view s) : v(std::string(s)) {}
   value(std::string s) : v(std::move(s)) {}
-  value(list l) : v(std::make_shared<const list>(std::move(l))) {}
+  value(list l);
   value(dict d) : v(std::make_shared<const dict>(std::move(d))) {}
   value(namespace_ptr n) : v(std::move(n)) {}
   value(callable_ptr c) : v(std::move(c)) {}
@@ -117,6 +106,21 @@ struct value {
   const list* as_list() const;
   const dict* as_dict() const;
 };
+
+// A Python list, a tuple (from "(a, b)", dict.items(), dictsort: prints as (a, b), never equals a
+// list), or the items of a generator (what jinja2's map, select, reject, items and reverse filters
+// return: always true, no len(), no subscripts; templates consume it with list, join or for).
+struct list : std::vector<value> {
+  using std::vector<value>::vector;
+  bool is_tuple = false;
+  bool is_generator = false;
+};
+inline list generator_of(list items) {
+  items.is_generator = true;
+  return items;
+}
+
+inline value::value(list l) : v(std::make_shared<const list>(std::move(l))) {}
 
 // (a, b), as dict.items() yields.
 inline value pair_tuple(value a, value b) {
