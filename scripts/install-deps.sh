@@ -4,7 +4,8 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config git
           libboost1.81-dev libsimdjson-dev libspdlog-dev libfmt-dev libtbb-dev
           libpcre2-dev libicu-dev libgtest-dev libgmock-dev libbenchmark-dev gnuplot-nox
-          chromium)  # the chat page's browser test (tests/browser) drives Debian's chromium
+          chromium  # the chat page's browser test (tests/browser) drives Debian's chromium
+          clang-19 libclang-rt-19-dev)  # libFuzzer (fuzz/); clang-14 cannot compile libstdc++ 12's std::expected
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
