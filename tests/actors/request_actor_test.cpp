@@ -82,6 +82,37 @@ TEST(request_actor, context_and_max_tokens_limits_are_errors) {
   EXPECT_TRUE(r["fits"].error_code.empty());
 }
 
+// Shutdown's finish_all: running and queued requests end with its error (exactly one final each, the
+// blocks freed), and a request submitted after it is refused with the same error.
+TEST(request_actor, finish_all_ends_every_request_and_refuses_later_ones) {
+  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
+  engine_config cfg;
+  cfg.max_num_seqs = 1;
+  fixture f(cfg);
+  auto long_run = params(0, 300);
+  long_run.ignore_eos = true;
+  for (int i = 0; i < 6; ++i) test::start_request(*f.e, f.link, "r" + std::to_string(i), "Once", long_run);
+  ASSERT_TRUE(test::run_until(f.io, [&] { return !f.link->requests()["r0"].ids.empty(); }));
+  f.e->scheduler().tell(finish_all{{"shutting_down", "the server is going away"}});
+  test::start_request(*f.e, f.link, "late", "Once", long_run);
+  auto r = f.run(7);
+  int ended = 0;
+  for (const auto& [id, rec] : r) {
+    EXPECT_EQ(rec.n_final, 1) << id;
+    if (!rec.error_code.empty()) {
+      EXPECT_EQ(rec.error_code, "shutting_down") << id;
+      ++ended;
+    } else {
+      EXPECT_EQ(rec.finish_reason, "length") << id;
+    }
+  }
+  EXPECT_EQ(r["late"].error_code, "shutting_down");
+  EXPECT_GT(ended, 1);  // at least one queued request besides the late one
+  const engine_status st = test::status_of(f.io, *f.e);
+  EXPECT_EQ(st.kv.blocks_free, st.kv.blocks_total);
+  EXPECT_EQ(st.scheduler.running + st.scheduler.waiting, 0);
+}
+
 TEST(request_actor, a_full_waiting_queue_rejects_with_queue_full) {
   PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
   engine_config cfg;
