@@ -25,7 +25,11 @@ void ws_session::run(http::request<http::string_body> upgrade) {
   // Tokens are small frames sent as they are sampled: Nagle's algorithm would hold them back.
   beast::error_code ec;
   beast::get_lowest_layer(ws_).socket().set_option(tcp::no_delay(true), ec);
-  ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+  // Beast's idle timeout (300 s) with pings: a live client answers them even while it only listens to a
+  // long generation, so only a dead or stalled peer is cut off. Our own idle timer closes idle sockets.
+  auto timeouts = websocket::stream_base::timeout::suggested(beast::role_type::server);
+  timeouts.keep_alive_pings = true;
+  ws_.set_option(timeouts);
   bool offered = false;
   for_each_ws_protocol(upgrade[http::field::sec_websocket_protocol],
                        [&](std::string_view p) { offered = offered || p == ws_protocol_name; });
@@ -47,8 +51,8 @@ void ws_session::on_accept(beast::error_code ec) {
 }
 
 void ws_session::arm_idle_timer() {
-  // Beast's own idle timeout counts only incoming bytes, so it would cut a long generation whose
-  // client just listens: this one closes only when nothing is in flight either.
+  // Beast's idle timeout counts incoming bytes (pongs included), not whether requests are in flight:
+  // this one closes a socket only when nothing is in flight and the client has sent no frame.
   const auto idle = std::chrono::seconds(config_.idle_timeout_seconds);
   const auto now = std::chrono::steady_clock::now();
   idle_timer_.expires_at(last_activity_ + idle > now ? last_activity_ + idle : now + idle);
@@ -79,6 +83,7 @@ void ws_session::do_close() {
   closed_ = true;  // nothing more is queued; the read loop ends when the client's close frame comes
   idle_timer_.cancel();
   websocket::stream_base::timeout t = websocket::stream_base::timeout::suggested(beast::role_type::server);
+  t.keep_alive_pings = true;
   t.handshake_timeout = close_handshake_timeout;
   ws_.set_option(t);
   ws_.async_close(websocket::close_reason(websocket::close_code::going_away, close_pending_),
