@@ -3,6 +3,7 @@
 // parsers. Each returns an api_error naming the argument when the value has the wrong type or range.
 #include <simdjson.h>
 
+#include <cmath>
 #include <limits>
 #include <optional>
 
@@ -54,7 +55,11 @@ inline maybe_error read_integer(element e, std::string_view param, std::int64_t 
   // 5.0 is an integer to JSON clients that only have doubles.
   if (e.type() == element_type::DOUBLE) {
     const double d = double(e);
-    if (d != static_cast<double>(static_cast<std::int64_t>(d))) return wrong_type(param, "an integer");
+    if (std::trunc(d) != d) return wrong_type(param, "an integer");
+    // Range-checked before the cast: converting a double outside int64 is undefined behaviour.
+    if (!(d >= static_cast<double>(lo) && d <= static_cast<double>(hi)))
+      return bad_param(param, "'" + std::string(param) + "' must be between " + std::to_string(lo) + " and " +
+                                  std::to_string(hi));
     out = static_cast<std::int64_t>(d);
   } else if (e.type() == element_type::INT64) {
     out = int64_t(e);

@@ -92,6 +92,10 @@ TEST(openai_request, completion_rejections_name_the_argument) {
   EXPECT_EQ(completion_error(R"({"prompt":"x","max_tokens":0})").param, "max_tokens");
   EXPECT_EQ(completion_error(R"({"prompt":"x","max_tokens":"5"})").code, "invalid_type");
   EXPECT_EQ(completion_error(R"({"prompt":"x","max_tokens":2.5})").code, "invalid_type");
+  // Integral doubles beyond int64 (a fuzz finding: the cast was undefined behaviour).
+  EXPECT_EQ(completion_error(R"({"prompt":"x","max_tokens":4.3e32})").param, "max_tokens");
+  EXPECT_EQ(completion_error(R"({"prompt":[1,43e31]})").param, "prompt");
+  EXPECT_EQ(completion_error(R"({"prompt":"x","max_tokens":-9.3e18})").param, "max_tokens");
   EXPECT_EQ(completion_error(R"({"prompt":"x","temperature":-1})").param, "temperature");
   EXPECT_EQ(completion_error(R"({"prompt":"x","top_p":0})").param, "top_p");
   EXPECT_EQ(completion_error(R"({"prompt":"x","n":5})").param, "n");  // limits.max_n is 4
