@@ -6,18 +6,10 @@
 # Prints both p99s and their ratio; results in load-tests/results/itl-long-prompt-*.json.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-shared="${SHARED:-$root/../shared}"
-pagedserve="${PAGEDSERVE:-$root/build/pagedserve}"
-loadgen="${LOADGEN:-$root/build/loadgen}"
-make_model="${MAKE_MODEL:-$root/build/make-random-model}"
-model="${MODEL_DIR:-/tmp}/s110m-ctx4096.bin"
-tokenizer="$shared/models/tokenizer.bin"
-results="$root/load-tests/results"
-mkdir -p "$results"
-[ -f "$model" ] || "$make_model" "$model" 768 2048 12 12 12 32000 4096 0 1
-
 # shellcheck source=load-tests/server_lib.sh
 . "$root/load-tests/server_lib.sh"
+s110m_long_context
+
 # shellcheck disable=SC2086
 start_server "$results/itl-long-prompt-server.log" --model "$model" --tokenizer "$tokenizer" --kv-blocks 2048 \
   --max-num-seqs 64 --max-num-batched-tokens 512 ${SERVER_ARGS:-}

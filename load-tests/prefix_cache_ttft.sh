@@ -5,17 +5,9 @@
 #   load-tests/prefix_cache_ttft.sh        # random-weight s110m, 4096-token context
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-shared="${SHARED:-$root/../shared}"
-pagedserve="${PAGEDSERVE:-$root/build/pagedserve}"
-loadgen="${LOADGEN:-$root/build/loadgen}"
-make_model="${MAKE_MODEL:-$root/build/make-random-model}"
-model="${MODEL_DIR:-/tmp}/s110m-ctx4096.bin"
-tokenizer="$shared/models/tokenizer.bin"
-results="$root/load-tests/results"
-mkdir -p "$results"
-[ -f "$model" ] || "$make_model" "$model" 768 2048 12 12 12 32000 4096 0 1
 # shellcheck source=load-tests/server_lib.sh
 . "$root/load-tests/server_lib.sh"
+s110m_long_context
 
 for caching in on off; do
   start_server "$results/prefix-ttft-$caching-server.log" --model "$model" --tokenizer "$tokenizer" \

@@ -1,6 +1,22 @@
-# Sourced by the load-test scripts: starts `pagedserve serve` on a free loopback port.
+# shellcheck shell=bash
+# Sourced by the load-test scripts (which set $root first): starts `pagedserve serve` on a free
+# loopback port.
 #   start_server LOG [serve flags...]   sets $server (pid) and $port; the server is killed on exit
 #   stop_server                         ends it (SIGTERM, then SIGKILL)
+#   s110m_long_context                  sets $pagedserve $loadgen $tokenizer $results $model: the
+#                                       random-weight s110m with a 4096-token context (written once)
+
+s110m_long_context() {
+  local shared="${SHARED:-$root/../shared}"
+  local make_model="${MAKE_MODEL:-$root/build/make-random-model}"
+  pagedserve="${PAGEDSERVE:-$root/build/pagedserve}"
+  loadgen="${LOADGEN:-$root/build/loadgen}"
+  tokenizer="$shared/models/tokenizer.bin"
+  results="$root/load-tests/results"
+  model="${MODEL_DIR:-/tmp}/s110m-ctx4096.bin"
+  mkdir -p "$results"
+  [ -f "$model" ] || "$make_model" "$model" 768 2048 12 12 12 32000 4096 0 1
+}
 start_server() {
   local log="$1"
   shift
