@@ -1,79 +1,30 @@
 #pragma once
-// Typed readers for the fields of OpenAI request bodies (simdjson DOM), shared by the request
-// parsers. Each returns an api_error naming the argument when the value has the wrong type or range.
-#include <simdjson.h>
-
-#include <cmath>
+// Field readers of the OpenAI request parsers: the shared ones (api/request_fields.hpp) plus the
+// OpenAI-only ones; a field_error becomes an OpenAI api_error at the parser's boundary.
 #include <limits>
-#include <optional>
 
+#include "api/request_fields.hpp"
 #include "pagedserve/openai_request.hpp"
 
 namespace pagedserve::openai::detail {
 
-using simdjson::dom::element;
-using simdjson::dom::element_type;
-using maybe_error = std::optional<api_error>;
+using api::element;
+using api::element_type;
+using api::is_null;
+using api::read_bool;
+using api::read_integer;
+using api::read_number;
+using api::read_string;
+using api::wrong_type;
+using maybe_error = api::maybe_field_error;
 
-inline api_error bad_param(std::string_view param, std::string message) {
-  return {400, std::move(message), "invalid_request_error", std::string(param), "invalid_value"};
+inline api::field_error bad_param(std::string_view param, std::string message) {
+  return api::bad_value(param, std::move(message));
 }
 
-inline api_error wrong_type(std::string_view param, std::string_view expected) {
-  return {400, "'" + std::string(param) + "' must be " + std::string(expected), "invalid_request_error",
-          std::string(param), "invalid_type"};
-}
-
-inline bool is_null(element e) { return e.type() == element_type::NULL_VALUE; }
-
-inline maybe_error read_bool(element e, std::string_view param, bool& out) {
-  if (e.type() != element_type::BOOL) return wrong_type(param, "a boolean");
-  out = bool(e);
-  return std::nullopt;
-}
-
-inline maybe_error read_string(element e, std::string_view param, std::string& out) {
-  if (e.type() != element_type::STRING) return wrong_type(param, "a string");
-  out = std::string(std::string_view(e));
-  return std::nullopt;
-}
-
-inline maybe_error read_number(element e, std::string_view param, double lo, double hi, double& out) {
-  double v = 0;
-  if (e.type() == element_type::INT64) v = static_cast<double>(int64_t(e));
-  else if (e.type() == element_type::UINT64) v = static_cast<double>(uint64_t(e));
-  else if (e.type() == element_type::DOUBLE) v = double(e);
-  else return wrong_type(param, "a number");
-  if (!(v >= lo && v <= hi))
-    return bad_param(param, "'" + std::string(param) + "' must be between " + std::to_string(lo) + " and " +
-                                std::to_string(hi));
-  out = v;
-  return std::nullopt;
-}
-
-inline maybe_error read_integer(element e, std::string_view param, std::int64_t lo, std::int64_t hi, std::int64_t& out) {
-  // 5.0 is an integer to JSON clients that only have doubles.
-  if (e.type() == element_type::DOUBLE) {
-    const double d = double(e);
-    if (std::trunc(d) != d) return wrong_type(param, "an integer");
-    // Range-checked before the cast: converting a double outside int64 is undefined behaviour.
-    if (!(d >= static_cast<double>(lo) && d <= static_cast<double>(hi)))
-      return bad_param(param, "'" + std::string(param) + "' must be between " + std::to_string(lo) + " and " +
-                                  std::to_string(hi));
-    out = static_cast<std::int64_t>(d);
-  } else if (e.type() == element_type::INT64) {
-    out = int64_t(e);
-  } else if (e.type() == element_type::UINT64) {
-    if (uint64_t(e) > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-      return bad_param(param, "'" + std::string(param) + "' is too large");
-    out = static_cast<std::int64_t>(uint64_t(e));
-  } else {
-    return wrong_type(param, "an integer");
-  }
-  if (out < lo || out > hi)
-    return bad_param(param, "'" + std::string(param) + "' must be between " + std::to_string(lo) + " and " +
-                                std::to_string(hi));
-  return std::nullopt;
+// Every field error is a 400 invalid_request_error naming the argument.
+inline api_error to_api_error(api::field_error e) {
+  return {400, std::move(e.message), "invalid_request_error", std::move(e.param), std::move(e.code)};
 }
 
 // An array of token ids, each in [0, vocab_size).
@@ -89,7 +40,8 @@ inline maybe_error read_token_ids(element e, std::string_view param, int vocab_s
   return std::nullopt;
 }
 
-// The sampling knobs both generation endpoints share; false when key is none of them.
+// The arguments both generation endpoints share (the sampling knobs, model, n, stream, logit_bias,
+// user, ...); false when key is none of them.
 bool read_sampling_field(std::string_view key, element value, const parse_limits& limits, generation_request& r,
                          maybe_error& err);
 

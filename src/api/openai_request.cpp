@@ -9,26 +9,6 @@ namespace {
 
 using namespace detail;
 
-constexpr std::size_t max_stop_strings = 16;
-constexpr std::size_t max_stop_length = 256;
-
-maybe_error read_stop(element e, std::vector<std::string>& out) {
-  if (e.type() == element_type::STRING) {
-    out.emplace_back(std::string_view(e));
-  } else if (e.type() == element_type::ARRAY) {
-    for (element s : simdjson::dom::array(e)) {
-      if (s.type() != element_type::STRING) return wrong_type("stop", "a string or an array of strings");
-      out.emplace_back(std::string_view(s));
-    }
-  } else {
-    return wrong_type("stop", "a string or an array of strings");
-  }
-  if (out.size() > max_stop_strings) return bad_param("stop", "at most 16 stop strings");
-  for (const auto& s : out)
-    if (s.empty() || s.size() > max_stop_length) return bad_param("stop", "stop strings must be 1 to 256 bytes");
-  return std::nullopt;
-}
-
 maybe_error read_logit_bias(element e, int vocab_size, std::vector<std::pair<token_id, float>>& out) {
   if (e.type() != element_type::OBJECT) return wrong_type("logit_bias", "an object of token id -> bias");
   for (auto [key, value] : simdjson::dom::object(e)) {
@@ -159,10 +139,11 @@ std::expected<simdjson::dom::object, api_error> parse_object(simdjson::dom::pars
   return simdjson::dom::object(root);
 }
 
-api_error unrecognized(std::string_view key) {
-  return {400, "Unrecognized request argument supplied: " + std::string(key), "invalid_request_error",
-          std::string(key), "unknown_parameter"};
+api::field_error unrecognized(std::string_view key) {
+  return {std::string(key), "Unrecognized request argument supplied: " + std::string(key), "unknown_parameter"};
 }
+
+std::unexpected<api_error> fail(api::field_error e) { return std::unexpected(to_api_error(std::move(e))); }
 
 // Checks shared by both endpoints once every field is read.
 maybe_error finish(generation_request& r, bool has_stream_options, const parse_limits& limits) {
@@ -179,46 +160,17 @@ namespace detail {
 
 bool read_sampling_field(std::string_view key, element value, const parse_limits& limits, generation_request& r,
                          maybe_error& err) {
-  sampling_params& p = r.params;
-  double d = 0;
   std::int64_t i = 0;
   std::string ignored;
-  if (key == "model") {
+  if (api::read_sampling_param(key, value, r.params, err)) {
+    return true;
+  } else if (key == "model") {
     err = read_string(value, key, r.model);
-  } else if (key == "max_tokens" || key == "max_completion_tokens") {
-    err = read_integer(value, key, 1, std::numeric_limits<std::int32_t>::max(), i);
-    p.max_tokens = static_cast<int>(i);
-  } else if (key == "temperature") {
-    err = read_number(value, key, 0.0, 100.0, d);
-    p.temperature = static_cast<float>(d);
-  } else if (key == "top_p") {
-    err = read_number(value, key, 0.0, 1.0, d);
-    if (!err && d <= 0.0) err = bad_param(key, "'top_p' must be in (0, 1]");
-    p.top_p = static_cast<float>(d);
-  } else if (key == "top_k") {
-    err = read_integer(value, key, -1, 1 << 24, i);
-    p.top_k = i < 0 ? 0 : static_cast<int>(i);  // -1 means all, as vLLM
-  } else if (key == "min_p") {
-    err = read_number(value, key, 0.0, 1.0, d);
-    p.min_p = static_cast<float>(d);
-  } else if (key == "presence_penalty" || key == "frequency_penalty") {
-    err = read_number(value, key, -2.0, 2.0, d);
-    (key == "presence_penalty" ? p.presence_penalty : p.frequency_penalty) = static_cast<float>(d);
-  } else if (key == "repetition_penalty") {
-    err = read_number(value, key, 0.01, 10.0, d);
-    p.repetition_penalty = static_cast<float>(d);
-  } else if (key == "seed") {
-    err = read_integer(value, key, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(), i);
-    p.seed = static_cast<std::uint64_t>(i);
   } else if (key == "n") {
     err = read_integer(value, key, 1, limits.max_n, i);
     r.n = static_cast<int>(i);
-  } else if (key == "stop") {
-    err = read_stop(value, p.stop);
   } else if (key == "logit_bias") {
-    err = read_logit_bias(value, limits.vocab_size, p.logit_bias);
-  } else if (key == "ignore_eos") {
-    err = read_bool(value, key, p.ignore_eos);
+    err = read_logit_bias(value, limits.vocab_size, r.params.logit_bias);
   } else if (key == "stream") {
     err = read_bool(value, key, r.stream);
   } else if (key == "stream_options") {
@@ -273,13 +225,13 @@ std::expected<generation_request, api_error> parse_completion_request(std::strin
     } else {
       err = unrecognized(key);
     }
-    if (err) return std::unexpected(std::move(*err));
+    if (err) return fail(std::move(*err));
   }
-  if (r.prompts.empty()) return std::unexpected(bad_param("prompt", "missing required argument 'prompt'"));
-  if (best_of && *best_of != r.n) return std::unexpected(bad_param("best_of", "best_of must equal n"));
+  if (r.prompts.empty()) return fail(bad_param("prompt", "missing required argument 'prompt'"));
+  if (best_of && *best_of != r.n) return fail(bad_param("best_of", "best_of must equal n"));
   if (r.echo && r.logprobs)
-    return std::unexpected(bad_param("echo", "echo with logprobs is not supported (prompt logprobs are not computed)"));
-  if (auto err = finish(r, has_stream_options, limits)) return std::unexpected(std::move(*err));
+    return fail(bad_param("echo", "echo with logprobs is not supported (prompt logprobs are not computed)"));
+  if (auto err = finish(r, has_stream_options, limits)) return fail(std::move(*err));
   return r;
 }
 
@@ -319,13 +271,13 @@ std::expected<generation_request, api_error> parse_chat_request(std::string_view
     } else {
       err = unrecognized(key);
     }
-    if (err) return std::unexpected(std::move(*err));
+    if (err) return fail(std::move(*err));
   }
-  if (!has_messages) return std::unexpected(bad_param("messages", "missing required argument 'messages'"));
+  if (!has_messages) return fail(bad_param("messages", "missing required argument 'messages'"));
   if (top_logprobs && !r.logprobs)
-    return std::unexpected(bad_param("top_logprobs", "top_logprobs needs logprobs set to true"));
+    return fail(bad_param("top_logprobs", "top_logprobs needs logprobs set to true"));
   if (r.logprobs) r.params.logprobs = static_cast<int>(top_logprobs.value_or(0));
-  if (auto err = finish(r, has_stream_options, limits)) return std::unexpected(std::move(*err));
+  if (auto err = finish(r, has_stream_options, limits)) return fail(std::move(*err));
   return r;
 }
 
@@ -344,9 +296,9 @@ std::expected<tokenize_request, api_error> parse_tokenize_request(std::string_vi
     else if (key == "return_token_strs") err = read_bool(value, key, r.return_token_strs);
     else if (key == "messages") err = bad_param(key, "/tokenize takes a 'prompt'; chat messages are not supported");
     else err = unrecognized(key);
-    if (err) return std::unexpected(std::move(*err));
+    if (err) return fail(std::move(*err));
   }
-  if (!has_prompt) return std::unexpected(bad_param("prompt", "missing required argument 'prompt'"));
+  if (!has_prompt) return fail(bad_param("prompt", "missing required argument 'prompt'"));
   return r;
 }
 
@@ -362,9 +314,9 @@ std::expected<detokenize_request, api_error> parse_detokenize_request(std::strin
     if (key == "model") err = read_string(value, key, r.model);
     else if (key == "tokens") err = read_token_ids(value, key, limits.vocab_size, r.tokens), has_tokens = true;
     else err = unrecognized(key);
-    if (err) return std::unexpected(std::move(*err));
+    if (err) return fail(std::move(*err));
   }
-  if (!has_tokens) return std::unexpected(bad_param("tokens", "missing required argument 'tokens'"));
+  if (!has_tokens) return fail(bad_param("tokens", "missing required argument 'tokens'"));
   return r;
 }
 

@@ -5,7 +5,8 @@
 #include <simdjson.h>
 
 #include <cmath>
-#include <limits>
+
+#include "api/request_fields.hpp"
 
 namespace pagedserve {
 namespace {
@@ -23,90 +24,23 @@ bad_frame wrong_type(std::string_view field, std::string_view expected) {
   return {"invalid_request", "field '" + std::string(field) + "' must be " + std::string(expected)};
 }
 
-std::optional<bad_frame> read_number(element e, std::string_view field, double lo, double hi, double& out) {
-  double v;
-  if (e.type() == element_type::INT64) v = static_cast<double>(int64_t(e));
-  else if (e.type() == element_type::UINT64) v = static_cast<double>(uint64_t(e));
-  else if (e.type() == element_type::DOUBLE) v = double(e);
-  else return wrong_type(field, "a number");
-  if (!(v >= lo && v <= hi))
-    return bad_frame{"invalid_request", "field '" + std::string(field) + "' is out of range [" +
-                                            std::to_string(lo) + ", " + std::to_string(hi) + "]"};
-  out = v;
-  return std::nullopt;
-}
-
-std::optional<bad_frame> read_integer(element e, std::string_view field, std::int64_t lo, std::int64_t hi,
-                                      std::int64_t& out) {
-  if (e.type() != element_type::INT64 && e.type() != element_type::UINT64) return wrong_type(field, "an integer");
-  if (e.type() == element_type::UINT64 && uint64_t(e) > static_cast<std::uint64_t>(hi))
-    return bad_frame{"invalid_request", "field '" + std::string(field) + "' is too large"};
-  const std::int64_t v = e.type() == element_type::INT64 ? int64_t(e) : static_cast<std::int64_t>(uint64_t(e));
-  if (v < lo || v > hi)
-    return bad_frame{field == "max_tokens" ? "invalid_max_tokens" : "invalid_request",
-                     "field '" + std::string(field) + "' must be between " + std::to_string(lo) + " and " +
-                         std::to_string(hi)};
-  out = v;
-  return std::nullopt;
+// A bad parameter value: the wire protocol names an out-of-range max_tokens apart.
+bad_frame from_field_error(api::field_error e) {
+  const bool max_tokens = e.code == "invalid_value" && (e.param == "max_tokens" || e.param == "max_completion_tokens");
+  return {max_tokens ? "invalid_max_tokens" : "invalid_request", std::move(e.message)};
 }
 
 std::optional<bad_frame> read_params(simdjson::dom::object params, sampling_params& p) {
   for (auto [key, value] : params) {
-    double d = 0;
-    std::int64_t i = 0;
-    std::optional<bad_frame> err;
-    if (key == "max_tokens") {
-      err = read_integer(value, key, 1, std::numeric_limits<std::int32_t>::max(), i);
-      p.max_tokens = static_cast<int>(i);
-    } else if (key == "temperature") {
-      err = read_number(value, key, 0.0, 100.0, d);
-      p.temperature = static_cast<float>(d);
-    } else if (key == "top_p") {
-      err = read_number(value, key, 0.0, 1.0, d);
-      if (!err && d <= 0.0) err = bad_frame{"invalid_request", "field 'top_p' must be in (0, 1]"};
-      p.top_p = static_cast<float>(d);
-    } else if (key == "top_k") {
-      err = read_integer(value, key, -1, 1 << 24, i);
-      p.top_k = i < 0 ? 0 : static_cast<int>(i);  // -1 means all, as vLLM
-    } else if (key == "min_p") {
-      err = read_number(value, key, 0.0, 1.0, d);
-      p.min_p = static_cast<float>(d);
-    } else if (key == "seed") {
-      err = read_integer(value, key, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(), i);
-      p.seed = static_cast<std::uint64_t>(i);
-    } else if (key == "logprobs") {
-      err = read_integer(value, key, 0, 20, i);
-      p.logprobs = static_cast<int>(i);
-    } else if (key == "presence_penalty" || key == "frequency_penalty") {
-      err = read_number(value, key, -2.0, 2.0, d);
-      (key == "presence_penalty" ? p.presence_penalty : p.frequency_penalty) = static_cast<float>(d);
-    } else if (key == "repetition_penalty") {
-      err = read_number(value, key, 0.01, 10.0, d);
-      p.repetition_penalty = static_cast<float>(d);
-    } else if (key == "cache_salt") {
-      if (value.type() != element_type::STRING) err = wrong_type(key, "a string");
-      else p.cache_salt = std::string(std::string_view(value));
-    } else if (key == "ignore_eos") {
-      if (value.type() != element_type::BOOL) err = wrong_type(key, "a boolean");
-      else p.ignore_eos = bool(value);
-    } else if (key == "stop") {
-      if (value.type() == element_type::STRING) {
-        p.stop.emplace_back(std::string_view(value));
-      } else if (value.type() == element_type::ARRAY) {
-        for (element s : simdjson::dom::array(value)) {
-          if (s.type() != element_type::STRING) return wrong_type("stop", "a string or an array of strings");
-          p.stop.emplace_back(std::string_view(s));
-        }
-      } else if (value.type() != element_type::NULL_VALUE) {
-        err = wrong_type(key, "a string or an array of strings");
-      }
-      if (p.stop.size() > 16) err = bad_frame{"invalid_request", "at most 16 stop strings"};
-      for (const auto& s : p.stop)
-        if (s.empty() || s.size() > 256) err = bad_frame{"invalid_request", "stop strings must be 1 to 256 bytes"};
-    } else {
+    api::maybe_field_error err;
+    std::int64_t logprobs = 0;
+    if (key == "logprobs") {  // WebSocket: how many alternatives per token (0 = the sampled one's only)
+      err = api::read_integer(value, key, 0, 20, logprobs);
+      p.logprobs = static_cast<int>(logprobs);
+    } else if (!api::read_sampling_param(key, value, p, err)) {
       return bad_frame{"unknown_field", "unknown field 'params." + std::string(key) + "'"};
     }
-    if (err) return err;
+    if (err) return from_field_error(std::move(*err));
   }
   return std::nullopt;
 }
