@@ -139,6 +139,13 @@ std::shared_ptr<step_batch> scheduler_actor::build_batch(const std::vector<std::
 void scheduler_actor::on(step_executed m) {
   if (m.step != step_) return;  // stale
   commit_computed_blocks();
+  if (log_->should_log(spdlog::level::trace)) {  // how well the cost model predicts steps
+    int decodes = 0, prefill = 0;
+    for (const step_chunk& c : plan_) (c.n_tokens == 1 && c.samples ? decodes : prefill) += c.n_tokens;
+    const double work = policy_.step_work(plan_);
+    log_->trace("step {}: {} decodes, {} prefill tokens, work {:.1f}, predicted {:.2f} ms, took {:.2f} ms", step_.value,
+                      decodes, prefill, work, 1e3 * policy_.cost_model().predict(work), 1e3 * m.compute_seconds);
+  }
   policy_.on_step_timed(plan_, m.compute_seconds);
   auto updates = policy_.on_step_executed(plan_, m.sampled);
   // Updates come one per sampled row, in the same order as the executor's logprobs.

@@ -104,6 +104,7 @@ class scheduler_policy {
   // Prefill work a step whose decodes do decode_work may add under max_decode_slowdown (unbounded
   // when there is no bound, no decode, or no fitted cost model yet).
   double prefill_work_allowance(double decode_work, bool has_decodes) const;
+  const step_cost_model& cost_model() const { return cost_; }
 
   const sequence* find(request_id id) const;
   int n_running() const { return static_cast<int>(running_.size()); }

@@ -67,6 +67,33 @@ TEST(scheduler_slowdown_bound, prefill_work_is_bounded_so_a_step_with_decodes_ta
   EXPECT_TRUE(std::isinf(unbounded.prefill_work_allowance(16, true)));
 }
 
+// The scheduler's loop on a machine where a chunk costs more than linearly (as a chunk's attention
+// does): 10 ms per step, 1 ms per decode, 1 ms per prefill token plus 0.002 ms * tokens^2. Steps of
+// 16 decodes, mostly with a long prompt's chunk sized by the allowance. The line fitted through
+// both kinds of step still holds the bound: steps with a chunk settle at 2x the decodes alone.
+TEST(scheduler_slowdown_bound, holds_when_chunks_cost_more_than_linearly) {
+  scheduler_policy p({64, 512, 4096, 1024, 2.0, 16});
+  auto seconds = [](int prefill) { return 0.010 + 0.001 * 16 + 0.001 * prefill + 0.000002 * prefill * prefill; };
+  auto plan = [](int prefill) {
+    std::vector<step_chunk> plan;
+    for (std::uint64_t i = 0; i < 16; ++i) plan.push_back({request_id{i}, 100, 1, true, false, std::nullopt});
+    if (prefill > 0) plan.push_back({request_id{99}, 0, prefill, false, false, std::nullopt});
+    return plan;
+  };
+  for (int i = 0; i < 40; ++i) {  // short prompts of varied size beside the decodes
+    const int prefill = i % 2 ? 0 : 4 + (i * 13) % 60;
+    p.on_step_timed(plan(prefill), seconds(prefill));
+  }
+  double ratio = 0;
+  for (int i = 0; i < 300; ++i) {
+    const int prefill = i % 4 ? static_cast<int>(p.prefill_work_allowance(16, true)) : 0;
+    p.on_step_timed(plan(prefill), seconds(prefill));
+    if (prefill > 0) ratio = seconds(prefill) / seconds(0);
+  }
+  EXPECT_LE(ratio, 2.0 * 1.02);
+  EXPECT_GE(ratio, 2.0 * 0.9) << "the bound must not starve the prefill";
+}
+
 TEST(scheduler_slowdown_bound, attention_counts_the_positions_each_token_attends_over) {
   scheduler_policy p({64, 512, 4096, 1024, 2.0, 16, 0.01});
   EXPECT_DOUBLE_EQ(p.chunk_work(0, 1), 1 + 0.01 * 1);
