@@ -1,5 +1,7 @@
 #include "actors/executor_actor.hpp"
 
+#include <tbb/parallel_for.h>
+
 #include "actors/logger.hpp"
 #include "pagedserve/check.hpp"
 
@@ -35,23 +37,30 @@ void executor_actor::on(execute_step m) {
   for (const auto& [from, to] : m.block_copies) cache_.copy_block(from, to);
 
   step_executed reply{m.step, {}, {}};
-  reply.sampled.reserve(m.sample_for.size());
+  const std::size_t rows = m.sample_for.size();
+  std::vector<sampler*> row_samplers(rows);
+  for (std::size_t r = 0; r < rows; ++r) {
+    auto it = samplers_.find(m.sample_for[r]);
+    ps_check(it != samplers_.end(), "executor: sampling a sequence it was never told about");
+    row_samplers[r] = &it->second;
+  }
+  reply.sampled.resize(rows);
+  reply.logprobs.resize(rows);
   arena_.execute([&] {
     float* logits = forward_.run(*m.batch, cache_);
     const int vocab = model_->config.vocab_size;
-    for (std::size_t r = 0; r < m.sample_for.size(); ++r) {
-      auto it = samplers_.find(m.sample_for[r]);
-      ps_check(it != samplers_.end(), "executor: sampling a sequence it was never told about");
-      sampler& s = it->second;
+    // Each row has its own sampler and random stream, so rows sample in parallel, in any order,
+    // with the same result.
+    tbb::parallel_for(std::size_t{0}, rows, [&](std::size_t r) {
+      sampler& s = *row_samplers[r];
       if (s.wants_logprobs()) {
         token_logprobs lp;
-        reply.sampled.push_back(s.sample(logits + r * vocab, vocab, &lp));
-        reply.logprobs.emplace_back(std::move(lp));
+        reply.sampled[r] = s.sample(logits + r * vocab, vocab, &lp);
+        reply.logprobs[r] = std::move(lp);
       } else {
-        reply.sampled.push_back(s.sample(logits + r * vocab, vocab));
-        reply.logprobs.emplace_back();
+        reply.sampled[r] = s.sample(logits + r * vocab, vocab);
       }
-    }
+    });
   });
   last_step_end_ = clock::now();
   const auto busy = last_step_end_ - received;

@@ -47,6 +47,7 @@ class sampler {
 
  private:
   void apply_penalties_and_bias(float* logits, int n_vocab) const;
+  token_id sample_at_temperature(const float* logits, int n_vocab);
 
   float temperature_, top_p_, min_p_;
   int top_k_;

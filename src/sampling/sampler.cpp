@@ -59,58 +59,77 @@ void fill_logprobs(const float* logits, int n, token_id chosen, int k, token_log
 
 }  // namespace
 
+token_id sampler::sample_at_temperature(const float* logits, int n) {
+  // Unnormalised probabilities at this temperature, in vocabulary order.
+  candidates_.resize(n);
+  const float max_logit = logits[argmax(logits, n)];
+  float sum = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const float p = std::exp((logits[i] - max_logit) / temperature_);
+    candidates_[i] = {p, i};
+    sum += p;
+  }
+  auto more_likely = [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  };
+  const auto begin = candidates_.begin();
+  std::size_t keep = candidates_.size();
+  if (top_k_ > 0 && static_cast<std::size_t>(top_k_) < keep) {
+    std::partial_sort(begin, begin + top_k_, candidates_.end(), more_likely);
+    keep = top_k_;
+  } else if (min_p_ > 0.0f || top_p_ < 1.0f) {
+    // min_p and top_p keep a prefix of the tokens, most likely first, that is usually short: sort a
+    // growing prefix (the largest `sorted`, in the order a full sort gives them) until the cut falls
+    // inside it, rather than sorting the whole vocabulary.
+    for (std::size_t sorted = std::min<std::size_t>(keep, 256);; sorted = std::min(keep, sorted * 8)) {
+      if (sorted < keep) std::nth_element(begin, begin + sorted, candidates_.end(), more_likely);
+      std::sort(begin, begin + sorted, more_likely);
+      if (sorted == keep) break;
+      const bool min_p_cut = min_p_ > 0.0f && candidates_[sorted - 1].first < min_p_ * candidates_[0].first;
+      float mass = 0.0f;
+      for (std::size_t i = 0; i < sorted; ++i) mass += candidates_[i].first;
+      const bool top_p_cut = top_p_ < 1.0f && mass >= top_p_ * sum;
+      if (min_p_cut || top_p_cut) {
+        keep = sorted;
+        break;
+      }
+    }
+  }
+  if (min_p_ > 0.0f) {
+    const float floor = min_p_ * candidates_[0].first;
+    std::size_t k = 1;
+    while (k < keep && candidates_[k].first >= floor) ++k;
+    keep = k;
+  }
+  if (top_p_ < 1.0f) {
+    const float target = top_p_ * sum;
+    float cumulative = 0.0f;
+    std::size_t k = 0;
+    while (k < keep) {
+      cumulative += candidates_[k].first;
+      ++k;
+      if (cumulative >= target) break;
+    }
+    keep = k;
+  }
+  // Without truncation the draw walks the vocabulary in id order: no sort at all.
+  float mass = 0.0f;
+  for (std::size_t i = 0; i < keep; ++i) mass += candidates_[i].first;
+  const float r = std::uniform_real_distribution<float>(0.0f, mass)(rng_);
+  float cumulative = 0.0f;
+  for (std::size_t i = 0; i < keep; ++i) {
+    cumulative += candidates_[i].first;
+    if (r < cumulative) return candidates_[i].second;
+  }
+  return candidates_[keep - 1].second;
+}
+
 token_id sampler::sample(float* logits, int n, token_logprobs* logprobs_out) {
   // Raw distribution for logprobs is read before penalties change the logits.
   std::vector<float> raw;
   if (logprobs_out && n_logprobs_ >= 0) raw.assign(logits, logits + n);
   apply_penalties_and_bias(logits, n);
-  const token_id chosen = temperature_ <= 0.0f ? argmax(logits, n) : [&] {
-    // Probabilities at this temperature, most likely first.
-    candidates_.resize(n);
-    const float max_logit = logits[argmax(logits, n)];
-    float sum = 0.0f;
-    for (int i = 0; i < n; ++i) {
-      const float p = std::exp((logits[i] - max_logit) / temperature_);
-      candidates_[i] = {p, i};
-      sum += p;
-    }
-    auto more_likely = [](const auto& a, const auto& b) {
-      return a.first > b.first || (a.first == b.first && a.second < b.second);
-    };
-    std::size_t keep = candidates_.size();
-    if (top_k_ > 0 && static_cast<std::size_t>(top_k_) < keep) {
-      std::partial_sort(candidates_.begin(), candidates_.begin() + top_k_, candidates_.end(), more_likely);
-      keep = top_k_;
-    } else {
-      std::sort(candidates_.begin(), candidates_.end(), more_likely);
-    }
-    for (auto& c : candidates_) c.first /= sum;
-    if (min_p_ > 0.0f) {
-      const float floor = min_p_ * candidates_[0].first;
-      std::size_t k = 1;
-      while (k < keep && candidates_[k].first >= floor) ++k;
-      keep = k;
-    }
-    if (top_p_ < 1.0f) {
-      float cumulative = 0.0f;
-      std::size_t k = 0;
-      while (k < keep) {
-        cumulative += candidates_[k].first;
-        ++k;
-        if (cumulative >= top_p_) break;
-      }
-      keep = k;
-    }
-    float mass = 0.0f;
-    for (std::size_t i = 0; i < keep; ++i) mass += candidates_[i].first;
-    const float r = std::uniform_real_distribution<float>(0.0f, mass)(rng_);
-    float cumulative = 0.0f;
-    for (std::size_t i = 0; i < keep; ++i) {
-      cumulative += candidates_[i].first;
-      if (r < cumulative) return candidates_[i].second;
-    }
-    return candidates_[keep - 1].second;
-  }();
+  const token_id chosen = temperature_ <= 0.0f ? argmax(logits, n) : sample_at_temperature(logits, n);
   if (!raw.empty()) fill_logprobs(raw.data(), n, chosen, n_logprobs_, *logprobs_out);
   ++generated_counts_[chosen];
   if (repetition_ != 1.0f) seen_[chosen] = true;

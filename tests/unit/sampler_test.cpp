@@ -1,6 +1,9 @@
 // Sampling: greedy ties, seeded reproducibility, and each filter actually restricting the choice.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <random>
 #include <set>
 
 #include "pagedserve/sampling.hpp"
@@ -61,6 +64,98 @@ TEST(sampler, top_k_top_p_and_min_p_restrict_the_candidates) {
   p.temperature = 0.01f;  // sharp: min_p keeps only tokens near the best
   p.min_p = 0.5f;
   for (token_id t : draws(p, 2000)) EXPECT_GE(t, 99);
+}
+
+// top_p / min_p by the definition: every token sorted most likely first (ties by id), with its
+// probability at the temperature; keep the prefix min_p's floor and top_p's mass allow; draw from it.
+class reference_sampler {
+ public:
+  reference_sampler(float top_p, float min_p, std::uint64_t seed) : top_p_(top_p), min_p_(min_p), rng_(seed) {}
+  token_id sample(const std::vector<float>& logits) {
+    const float max_logit = *std::max_element(logits.begin(), logits.end());
+    std::vector<std::pair<float, token_id>> c;
+    float sum = 0;
+    for (int i = 0; i < static_cast<int>(logits.size()); ++i) {
+      c.emplace_back(std::exp(logits[i] - max_logit), i);
+      sum += c.back().first;
+    }
+    std::sort(c.begin(), c.end(), [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+    std::size_t keep = c.size();
+    if (min_p_ > 0) {
+      std::size_t k = 1;
+      while (k < keep && c[k].first >= min_p_ * c[0].first) ++k;
+      keep = k;
+    }
+    if (top_p_ < 1) {
+      float cumulative = 0;
+      std::size_t k = 0;
+      while (k < keep && cumulative < top_p_ * sum) cumulative += c[k++].first;
+      keep = k;
+    }
+    float mass = 0;
+    for (std::size_t i = 0; i < keep; ++i) mass += c[i].first;
+    const float r = std::uniform_real_distribution<float>(0.0f, mass)(rng_);
+    float cumulative = 0;
+    for (std::size_t i = 0; i < keep; ++i)
+      if (r < (cumulative += c[i].first)) return c[i].second;
+    return c[keep - 1].second;
+  }
+
+ private:
+  float top_p_, min_p_;
+  std::mt19937_64 rng_;
+};
+
+// Logits shaped like a model's: a few likely tokens over a long tail of 32000.
+std::vector<float> lm_logits(std::uint64_t seed, float tail_spread) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> tail(0.0f, tail_spread);
+  std::vector<float> l(32000);
+  for (float& x : l) x = tail(rng);
+  for (int i = 0; i < 10; ++i) l[(i * 7919 + seed) % l.size()] = 9.0f - i * 0.5f;
+  return l;
+}
+
+// The sampler sorts only as much of the vocabulary as the cut needs; whatever it sorts, it must
+// draw exactly what the definition draws with the same random numbers, whether the cut falls in the
+// first 256 tokens (peaked logits) or far beyond (flat ones).
+TEST(sampler, top_p_and_min_p_draw_exactly_as_the_definition) {
+  struct setting { float top_p, min_p, spread; };
+  for (const setting& c : {setting{0.9f, 0, 1.0f}, setting{0.9f, 0, 4.0f}, setting{0.999f, 0, 2.0f},
+                           setting{1.0f, 0.05f, 1.0f}, setting{1.0f, 0.001f, 3.0f}, setting{0.95f, 0.01f, 2.0f}}) {
+    const std::vector<float> logits = lm_logits(3, c.spread);
+    sampling_params p;
+    p.temperature = 1.0f, p.top_p = c.top_p, p.min_p = c.min_p;
+    sampler s(p, 11);
+    reference_sampler ref(c.top_p, c.min_p, 11);
+    std::set<token_id> drawn;
+    for (int i = 0; i < 60; ++i) {
+      std::vector<float> l = logits;
+      const token_id t = s.sample(l.data(), static_cast<int>(l.size()));
+      ASSERT_EQ(t, ref.sample(logits)) << "top_p " << c.top_p << " min_p " << c.min_p << " spread " << c.spread
+                                      << ", draw " << i;
+      drawn.insert(t);
+    }
+    EXPECT_GT(drawn.size(), 3u) << "the settings keep more than a handful of tokens";
+  }
+}
+
+// Without truncation the draw walks the vocabulary unsorted: frequencies still follow softmax.
+TEST(sampler, untruncated_draws_follow_the_softmax) {
+  const std::vector<float> logits = {1.0f, 0.0f, 2.0f, -1.0f, 0.5f};
+  sampling_params p;
+  p.temperature = 0.7f;
+  sampler s(p, 5);
+  std::vector<int> count(logits.size());
+  const int n = 200000;
+  for (int i = 0; i < n; ++i) {
+    std::vector<float> l = logits;
+    ++count[s.sample(l.data(), static_cast<int>(l.size()))];
+  }
+  double z = 0;
+  for (float x : logits) z += std::exp(x / 0.7);
+  for (std::size_t i = 0; i < logits.size(); ++i)
+    EXPECT_NEAR(count[i] / double(n), std::exp(logits[i] / 0.7) / z, 0.005) << "token " << i;
 }
 
 }  // namespace
