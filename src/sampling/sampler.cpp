@@ -1,15 +1,25 @@
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "pagedserve/sampling.hpp"
 
 namespace pagedserve {
 
 token_id argmax(const float* logits, int n) {
-  token_id best = 0;
-  for (int i = 1; i < n; ++i)
-    if (logits[i] > logits[best]) best = i;  // strict: ties keep the lowest id, as run.c
-  return best;
+  // Two branch-free passes the compiler vectorises: the largest value (8 running maxima), then the
+  // first index holding it, so ties keep the lowest id, as run.c. NaNs are never the maximum.
+  constexpr int lanes = 8;
+  float lane_max[lanes];
+  std::fill(lane_max, lane_max + lanes, -std::numeric_limits<float>::infinity());
+  int i = 0;
+  for (; i + lanes <= n; i += lanes)
+    for (int j = 0; j < lanes; ++j) lane_max[j] = logits[i + j] > lane_max[j] ? logits[i + j] : lane_max[j];
+  float best = *std::max_element(lane_max, lane_max + lanes);
+  for (; i < n; ++i) best = logits[i] > best ? logits[i] : best;
+  for (int k = 0; k < n; ++k)
+    if (logits[k] == best) return k;
+  return 0;  // every logit NaN
 }
 
 sampler::sampler(const sampling_params& p, std::uint64_t seed, const std::vector<token_id>& prompt)
