@@ -1,14 +1,18 @@
-// ops::matmul for every kernel table and weight type (f32, bf16, int8 with per-row scales) on the
-// s110m shapes (dim 768, hidden 2048, vocab 32000), from decode (1 token) to prefill batches.
+// ops::matmul for every kernel table and weight type (f32, bf16, int8 W8A8) on the s110m shapes
+// (dim 768, hidden 2048, vocab 32000), from decode (1 token) to prefill batches (64, 256 tokens).
 // Names carry the dtype and ISA, scalar first for each case, so one run shows the speed-ups side by
-// side; "ratio_vs_scalar" is this table's speed over scalar's on the same case.
+// side; "ratio_vs_scalar" is this table's speed over scalar's on the same case, "ratio_vs_f32" this
+// dtype's speed over f32's on the same case and table (f32 runs first, in the same process).
 //
 // Before the benchmarks it measures the machine's read bandwidth in this process (membw.hpp) and
 // prints it in the context block; every case then reports the weight bytes it streamed per second
 // ("bytes_per_second", what bounds decode) and "bw_ratio" = that / the measured bandwidth, plus
-// GFLOP/s. Weights small enough for L2/L3 can exceed 1: the s110m matrices up to 2048x768 fit L3.
+// "GOP/s" (2 x multiply-adds per second: fp32 FLOPs, or int8 ops for i8). Weights small enough for
+// L2/L3 can exceed 1: the s110m matrices up to 2048x768 fit L3. i8 timings include the activation
+// quantization (one pass over x per call).
 //
 //   ./build/load-tests/bench_kernels --benchmark_filter='32000x768.*tokens:1/'
+//   ./build/load-tests/bench_kernels --benchmark_filter='tokens:(1|64|256)/(f32|i8)/avx512'
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -45,10 +49,10 @@ double& measured_bandwidth_gbps() {
   return gbps;
 }
 
-// Seconds per iteration of the scalar table, keyed by (dtype, n_out, n_in, n_tokens); filled when
-// the scalar benchmark of that case runs, which is registered before the others.
-std::map<std::tuple<dtype, int, int, int>, double>& scalar_seconds() {
-  static std::map<std::tuple<dtype, int, int, int>, double> m;
+// Seconds per iteration, keyed by (isa, dtype, n_out, n_in, n_tokens); filled as each benchmark runs,
+// scalar before the other tables and f32 before the other dtypes, for the ratios.
+std::map<std::tuple<isa, dtype, int, int, int>, double>& seconds_per_case() {
+  static std::map<std::tuple<isa, dtype, int, int, int>, double> m;
   return m;
 }
 
@@ -56,8 +60,7 @@ std::map<std::tuple<dtype, int, int, int>, double>& scalar_seconds() {
 struct bench_weight {
   std::vector<float> f32;
   std::vector<std::uint16_t> bf16;
-  std::vector<std::int8_t> i8;
-  std::vector<float> scales;
+  i8_matrix i8;
   weight view;
 };
 
@@ -71,9 +74,8 @@ bench_weight make_weight(dtype type, int rows, int cols, std::mt19937& rng) {
     for (float f : b.f32) b.bf16.push_back(f32_to_bf16(f));
     b.view = weight{b.bf16.data(), dtype::bf16, rows, cols};
   } else if (type == dtype::i8) {
-    b.i8.resize(b.f32.size());
-    b.scales.resize(rows);
-    b.view = quantize_matrix_i8(b.i8.data(), b.scales.data(), b.view);
+    b.i8 = quantize_matrix_i8(b.view);
+    b.view = b.i8.view();
   }
   if (type != dtype::f32) b.f32 = {};  // only the benchmarked copy stays in memory
   return b;
@@ -99,17 +101,17 @@ void bench_matmul(benchmark::State& state, const kernel_table* kt, dtype type, m
   const double weight_bytes = static_cast<double>(w.view.n_bytes());
   const double flops = 2.0 * n_tokens * shape.n_in * static_cast<double>(shape.n_out);
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * weight_bytes));
-  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["tokens"] = n_tokens;
   if (measured_bandwidth_gbps() > 0) state.counters["bw_ratio"] = weight_bytes / seconds * 1e-9 / measured_bandwidth_gbps();
 
-  const auto key = std::make_tuple(type, shape.n_out, shape.n_in, n_tokens);
-  if (kt->which == isa::scalar) {
-    scalar_seconds()[key] = seconds;
-    state.counters["ratio_vs_scalar"] = 1.0;
-  } else if (const auto it = scalar_seconds().find(key); it != scalar_seconds().end()) {
-    state.counters["ratio_vs_scalar"] = it->second / seconds;
-  }
+  seconds_per_case()[std::make_tuple(kt->which, type, shape.n_out, shape.n_in, n_tokens)] = seconds;
+  const auto ratio_to = [&](isa i, dtype t) {
+    const auto it = seconds_per_case().find(std::make_tuple(i, t, shape.n_out, shape.n_in, n_tokens));
+    return it == seconds_per_case().end() ? 0.0 : it->second / seconds;
+  };
+  if (const double r = ratio_to(isa::scalar, type); r > 0) state.counters["ratio_vs_scalar"] = r;
+  if (const double r = ratio_to(kt->which, dtype::f32); r > 0) state.counters["ratio_vs_f32"] = r;
 }
 
 // The bandwidth probe as a benchmark too, so its figure sits in the table next to the matmuls.

@@ -41,7 +41,7 @@ struct engine_config {
   double max_decode_slowdown = 2.0;
   bool prefix_caching = true;          // reuse computed KV blocks of shared prompt prefixes
   int threads = 0;                     // TBB arena for the kernels; 0 = all cores
-  std::string kernels = "auto";        // force a kernel variant: auto, scalar, avx2, avx512
+  std::string kernels = "auto";        // force a kernel variant: auto, scalar, avx2, avx2_vnni, avx512, avx512_vnni
 };
 
 struct model_paths {

@@ -20,7 +20,9 @@
 
 namespace pagedserve::kernels {
 
-enum class isa { scalar, avx2, avx512 };
+// The _vnni variants are their base table with the int8 matmul on vpdpbusd (AVX-VNNI on ymm,
+// AVX512-VNNI on zmm); the base tables widen to int16 and use vpmaddwd instead.
+enum class isa { scalar, avx2, avx2_vnni, avx512, avx512_vnni };
 
 // How RoPE pairs the dimensions of a head: llama2.c (and Meta's original checkpoints) rotate
 // interleaved pairs (2i, 2i+1); Hugging Face Llama/Mistral/Qwen rotate halves (i, i + head_size/2)
@@ -48,12 +50,19 @@ struct kernel_table {
                            int o_begin, int o_end);
   void (*matmul_rows_f16)(float* out, const float* x, const std::uint16_t* w, int n_tokens, int n_in, int n_out,
                           int o_begin, int o_end);
-  // int8 weights with per-row scales (dtype::i8): out[t, o] = scales[o] * (sum_i x[t, i] * q[o, i]).
-  // The sum is matmul_rows's over the int8 values widened exactly to fp32, in the same order, so it
-  // is as batch invariant; the scale is one multiply after it. x stays fp32 (weight-only
-  // quantization): the weights stream at 1 byte each and activations lose no precision.
-  void (*matmul_rows_i8)(float* out, const float* x, const std::int8_t* w, const float* scales, int n_tokens,
-                         int n_in, int n_out, int o_begin, int o_end);
+  // int8 x int8 matmul over packed dtype::i8 weights (W8A8): for every token t < n_tokens and every
+  // row o < w.rows of the panels [p_begin, p_end) (rows 16p .. 16p + 15),
+  //   out[t, o] = float(sum_i (xq[t, i] - 128) * q[o, i]) * (w.scales[o] * x_scales[t]).
+  // xq: [n_tokens, i8_padded_cols(w.cols)] from quantize_token_u8; out: [n_tokens, w.rows]. The sum is
+  // exact in int32 and the two multiplies are the same everywhere, so every table gives the same bits
+  // for any batch, tile or thread count.
+  void (*matmul_i8)(float* out, const std::uint8_t* xq, const float* x_scales, const weight& w, int n_tokens,
+                    int p_begin, int p_end);
+  // One token's activations for matmul_i8, symmetric with an offset of 128 (vpdpbusd takes u8):
+  // xq[i] = round_half_even(x[i] * (127 / max|x|)) + 128 for i < n, 128 up to n_pad; returns the
+  // token's scale max|x| / 127 (0 with all xq = 128 when x is 0 or too small to invert; NaN when x has
+  // an infinity or NaN). Every table gives the same bits.
+  float (*quantize_token_u8)(std::uint8_t* xq, const float* x, int n, int n_pad);
   // Sum of squares of x[n] (RMSNorm's reduction).
   float (*sum_squares)(const float* x, int n);
   // out[n] = x[n] * scale * weight[n]
@@ -66,7 +75,8 @@ struct kernel_table {
   void (*swiglu)(float* gate, const float* up, int n);
 };
 
-// Best table for this CPU, or the one forced by name ("scalar", "avx2", "avx512"; "auto" = best).
+// Best table for this CPU, or the one forced by name ("scalar", "avx2", "avx2_vnni", "avx512",
+// "avx512_vnni"; "auto" = best).
 // Returns nullptr when the forced instruction set is unknown or not supported by this CPU.
 const kernel_table* kernel_table_select(std::string_view forced = "auto");
 // Every table this CPU can run (tests and benchmarks loop over them).
@@ -102,9 +112,11 @@ constexpr int attention_start(const attention_batch& b, int pos) {
 
 namespace reference {
 void matmul(float* out, const float* x, const float* w, int n_tokens, int n_in, int n_out);
-// out[n_tokens, w.rows] = x[n_tokens, w.cols] · w^T, any weight dtype; i8 sums x * q in index
-// order and applies the row's scale last, as the tables do.
+// out[n_tokens, w.rows] = x[n_tokens, w.cols] · w^T, any weight dtype; i8 quantizes each token with
+// quantize_token_u8 and sums the int8 products exactly, as the tables do (kernel_table::matmul_i8).
 void matmul(float* out, const float* x, const weight& w, int n_tokens);
+// kernel_table::quantize_token_u8's arithmetic, plainly (the scalar table's entry).
+float quantize_token_u8(std::uint8_t* xq, const float* x, int n, int n_pad);
 void rmsnorm(float* out, const float* x, const float* weight, int n_rows, int dim, float eps);
 // Rotates interleaved pairs (2i, 2i+1) inside each head of x[n_tokens, n_heads*head_size] by
 // pos * theta^(-2i/head_size), as run.c does.
@@ -126,7 +138,9 @@ namespace ops {
 // TBB-parallel versions with the reference's signatures, running table's inner loops.
 void matmul(const kernel_table& kt, float* out, const float* x, const float* w, int n_tokens, int n_in,
             int n_out);
-// out[n_tokens, w.rows] = x[n_tokens, w.cols] · w^T, dispatched on w's dtype.
+// out[n_tokens, w.rows] = x[n_tokens, w.cols] · w^T, dispatched on w's dtype. i8 quantizes x once
+// (one pass, in parallel over tokens, into a per-thread buffer reused across calls), then runs
+// matmul_i8 over tiles of panels.
 void matmul(const kernel_table& kt, float* out, const float* x, const weight& w, int n_tokens);
 // x[t, i] += bias[i] for x[n_tokens, n].
 void add_bias(float* x, const float* bias, int n_tokens, int n);

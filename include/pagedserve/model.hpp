@@ -135,8 +135,9 @@ enum class weight_format {
   as_stored,  // as the file has them (mmapped, no copy): f32, bf16 or f16
   f32,        // widened to fp32 at load (twice the memory of bf16, the llama2.c path's numerics)
   bf16,       // f32/f16 rounded to bf16 at load (half the memory and bandwidth of fp32)
-  int8,       // per-row symmetric int8 at load (quantize.hpp; a quarter of fp32's bytes). Every matrix,
-              // token embedding and classifier included; the MoE router keeps its stored type
+  int8,       // per-row symmetric int8 at load (quantize.hpp; a quarter of fp32's bytes), packed for the
+              // int8 kernels, which quantize activations per token too. Every matrix, token embedding and
+              // classifier included; the MoE router keeps its stored type
 };
 
 // "none" (as stored), "f32", "bf16", "int8" (config model.quantize, --quantize); nullopt otherwise.

@@ -7,8 +7,9 @@
 // lets a bf16 matmul accumulate in fp32 with the same order, and so the same bits, as the fp32
 // matmul over the up-converted weights.
 //
-// i8 is weight-only quantization with one fp32 scale per output row (per channel, symmetric):
-// w[o, i] ~= scales[o] * q[o, i], q in [-127, 127] (quantize.hpp makes them).
+// i8 is int8 quantization with one fp32 scale per output row (per channel, symmetric):
+// w[o, i] ~= scales[o] * q[o, i], q in [-127, 127] (quantize.hpp makes them), stored packed in the
+// layout the int8 kernels read (i8_index below); the matmul quantizes activations too (kernels.hpp).
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -29,20 +30,42 @@ struct weight {
   dtype type = dtype::f32;
   int rows = 0;
   int cols = 0;
-  const float* scales = nullptr;  // [rows] dequantization scale of each row; i8 only, else null
+  // i8 only, else null; both padded with zeros to i8_padded_rows(rows) entries:
+  const float* scales = nullptr;          // dequantization scale of each row
+  const std::int32_t* row_sums = nullptr; // sum_i q[o, i] of each row (the int8 kernels' zero-point correction)
 
   bool empty() const { return data == nullptr; }
   std::size_t n_elements() const { return static_cast<std::size_t>(rows) * cols; }
-  // What a matmul streams: the elements, plus the row scales of an i8 matrix.
-  std::size_t n_bytes() const {
-    return n_elements() * dtype_size(type) + (type == dtype::i8 ? static_cast<std::size_t>(rows) * sizeof(float) : 0);
-  }
+  // What a matmul streams: the elements; an i8 matrix's padded panels, row scales and row sums.
+  std::size_t n_bytes() const;
   // The fp32 data; only valid when type == f32.
   const float* f32() const { return static_cast<const float*>(data); }
   const std::uint16_t* u16() const { return static_cast<const std::uint16_t*>(data); }
   const std::int8_t* i8() const { return static_cast<const std::int8_t*>(data); }
   bool operator==(const weight&) const = default;
 };
+
+// The i8 layout, packed at load so one 64-byte load feeds one vpdpbusd: panels of 16 output rows;
+// inside a panel, groups of 4 consecutive columns, each group 64 bytes (row 0's 4 bytes, row 1's,
+// ..., row 15's). Rows are padded to a multiple of 16 and columns to a multiple of 4, with zeros.
+constexpr int i8_panel_rows = 16;
+constexpr int i8_padded_rows(int rows) { return (rows + i8_panel_rows - 1) / i8_panel_rows * i8_panel_rows; }
+constexpr int i8_padded_cols(int cols) { return (cols + 3) / 4 * 4; }
+// Bytes of the packed panels of a [rows, cols] matrix.
+constexpr std::size_t i8_packed_size(int rows, int cols) {
+  return static_cast<std::size_t>(i8_padded_rows(rows)) * static_cast<std::size_t>(i8_padded_cols(cols));
+}
+// Where q[o, i] of a [rows, cols] i8 matrix lives in its packed panels.
+constexpr std::size_t i8_index(int cols, int o, int i) {
+  const std::size_t panel = static_cast<std::size_t>(o / i8_panel_rows);
+  return panel * i8_panel_rows * static_cast<std::size_t>(i8_padded_cols(cols)) +
+         static_cast<std::size_t>(i / 4) * (4 * i8_panel_rows) + static_cast<std::size_t>(o % i8_panel_rows) * 4 + i % 4;
+}
+
+inline std::size_t weight::n_bytes() const {
+  if (type != dtype::i8) return n_elements() * dtype_size(type);
+  return i8_packed_size(rows, cols) + static_cast<std::size_t>(i8_padded_rows(rows)) * (sizeof(float) + sizeof(std::int32_t));
+}
 
 inline weight weight_f32(const float* data, int rows, int cols) { return {data, dtype::f32, rows, cols}; }
 
@@ -82,7 +105,10 @@ inline float weight_at(const weight& w, std::size_t i) {
     case dtype::f32: return w.f32()[i];
     case dtype::bf16: return bf16_to_f32(w.u16()[i]);
     case dtype::f16: return f16_to_f32(w.u16()[i]);
-    case dtype::i8: return w.scales[i / static_cast<std::size_t>(w.cols)] * static_cast<float>(w.i8()[i]);
+    case dtype::i8: {
+      const int o = static_cast<int>(i / static_cast<std::size_t>(w.cols)), c = static_cast<int>(i % static_cast<std::size_t>(w.cols));
+      return w.scales[o] * static_cast<float>(w.i8()[i8_index(w.cols, o, c)]);
+    }
   }
   return 0.0f;
 }

@@ -132,8 +132,8 @@ std::vector<std::string> config_validate(const config& c) {
   if (c.engine.max_waiting < 1) e.push_back("engine.max_waiting must be positive");
   if (c.engine.threads < 0) e.push_back("engine.threads must be >= 0");
   if (c.engine.kernels != "auto" && c.engine.kernels != "scalar" && c.engine.kernels != "avx2" &&
-      c.engine.kernels != "avx512")
-    e.push_back("engine.kernels must be auto, scalar, avx2 or avx512");
+      c.engine.kernels != "avx2_vnni" && c.engine.kernels != "avx512" && c.engine.kernels != "avx512_vnni")
+    e.push_back("engine.kernels must be auto, scalar, avx2, avx2_vnni, avx512 or avx512_vnni");
   if (c.model.quantize != "none" && c.model.quantize != "f32" && c.model.quantize != "bf16" && c.model.quantize != "int8")
     e.push_back("model.quantize must be none, f32, bf16 or int8 (got '" + c.model.quantize + "')");
   if (c.log_level != "trace" && c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" &&

@@ -6,14 +6,18 @@
 namespace pagedserve::kernels {
 
 extern const kernel_table kernel_table_scalar;
-extern const kernel_table kernel_table_avx2;    // table_avx2.cpp
-extern const kernel_table kernel_table_avx512;  // table_avx512.cpp
+extern const kernel_table kernel_table_avx2;         // table_avx2.cpp
+extern const kernel_table kernel_table_avx2_vnni;    // table_avx2.cpp
+extern const kernel_table kernel_table_avx512;       // table_avx512.cpp
+extern const kernel_table kernel_table_avx512_vnni;  // table_avx512.cpp
 
 std::string_view isa_name(isa v) {
   switch (v) {
     case isa::scalar: return "scalar";
     case isa::avx2: return "avx2";
+    case isa::avx2_vnni: return "avx2_vnni";
     case isa::avx512: return "avx512";
+    case isa::avx512_vnni: return "avx512_vnni";
   }
   return "unknown";
 }
@@ -26,15 +30,18 @@ bool cpu_supports(isa v) {
     case isa::scalar: return true;
     case isa::avx2:  // F16C widens fp16 weights (every AVX2 CPU has it)
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    case isa::avx2_vnni: return cpu_supports(isa::avx2) && __builtin_cpu_supports("avxvnni");
     case isa::avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    case isa::avx512_vnni: return cpu_supports(isa::avx512) && __builtin_cpu_supports("avx512vnni");
   }
   return false;
 }
 
 // Best first.
-const kernel_table* const all_tables[] = {&kernel_table_avx512, &kernel_table_avx2, &kernel_table_scalar};
+const kernel_table* const all_tables[] = {&kernel_table_avx512_vnni, &kernel_table_avx512, &kernel_table_avx2_vnni,
+                                          &kernel_table_avx2, &kernel_table_scalar};
 
 }  // namespace
 

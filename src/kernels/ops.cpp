@@ -5,6 +5,7 @@
 #include <tbb/parallel_for.h>
 
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "pagedserve/check.hpp"
@@ -24,7 +25,65 @@ void matmul(const kernel_table& kt, float* out, const float* x, const float* w, 
   });
 }
 
+namespace {
+
+// The quantized activations of one int8 matmul: xq [n_tokens, k_pad] and x_scales [n_tokens].
+struct i8_activations {
+  std::vector<std::uint8_t> xq;
+  std::vector<float> x_scales;
+};
+
+// Per-thread activation buffers that grow to the largest step and are then reused, so the hot path
+// allocates nothing. A stack, not one buffer: a thread waiting in one matmul's parallel_for may steal
+// a task that runs another (MoE experts run in parallel), which then takes the next level.
+class i8_scratch {
+ public:
+  i8_scratch() : stack_(stacks_.local()) {
+    if (stack_.depth == stack_.levels.size()) stack_.levels.push_back(std::make_unique<i8_activations>());
+    buffers_ = stack_.levels[stack_.depth++].get();
+  }
+  ~i8_scratch() { --stack_.depth; }
+  i8_scratch(const i8_scratch&) = delete;
+  i8_scratch& operator=(const i8_scratch&) = delete;
+  i8_activations& operator*() { return *buffers_; }
+
+ private:
+  struct stack {
+    std::vector<std::unique_ptr<i8_activations>> levels;
+    std::size_t depth = 0;
+  };
+  static inline tbb::enumerable_thread_specific<stack> stacks_;
+  stack& stack_;
+  i8_activations* buffers_ = nullptr;
+};
+
+// W8A8: each token quantized once (one pass over x), then int8 x int8 over tiles of 16-row panels.
+void matmul_i8(const kernel_table& kt, float* out, const float* x, const weight& w, int n_tokens) {
+  const int n_in = w.cols, k_pad = i8_padded_cols(n_in);
+  i8_scratch scratch;
+  i8_activations& a = *scratch;
+  const std::size_t xq_size = static_cast<std::size_t>(n_tokens) * k_pad;
+  if (a.xq.size() < xq_size) a.xq.resize(xq_size);
+  if (a.x_scales.size() < static_cast<std::size_t>(n_tokens)) a.x_scales.resize(n_tokens);
+  tbb::parallel_for(tbb::blocked_range<int>(0, n_tokens, 16), [&](const tbb::blocked_range<int>& r) {
+    for (int t = r.begin(); t < r.end(); ++t)
+      a.x_scales[t] = kt.quantize_token_u8(a.xq.data() + static_cast<std::size_t>(t) * k_pad,
+                                           x + static_cast<std::size_t>(t) * n_in, n_in, k_pad);
+  });
+  // Tiles of at least 4 panels (64 rows), so a prefill's micro-kernels get whole register blocks.
+  const int n_panels = i8_padded_rows(w.rows) / i8_panel_rows;
+  tbb::parallel_for(tbb::blocked_range<int>(0, n_panels, 8), [&](const tbb::blocked_range<int>& r) {
+    kt.matmul_i8(out, a.xq.data(), a.x_scales.data(), w, n_tokens, r.begin(), r.end());
+  });
+}
+
+}  // namespace
+
 void matmul(const kernel_table& kt, float* out, const float* x, const weight& w, int n_tokens) {
+  if (w.type == dtype::i8) {
+    matmul_i8(kt, out, x, w, n_tokens);
+    return;
+  }
   constexpr int rows_per_tile = 16;
   const int n_in = w.cols, n_out = w.rows;
   const int n_tiles = (n_out + rows_per_tile - 1) / rows_per_tile;
@@ -35,7 +94,7 @@ void matmul(const kernel_table& kt, float* out, const float* x, const weight& w,
       case dtype::f32: kt.matmul_rows(out, x, w.f32(), n_tokens, n_in, n_out, o_begin, o_end); break;
       case dtype::bf16: kt.matmul_rows_bf16(out, x, w.u16(), n_tokens, n_in, n_out, o_begin, o_end); break;
       case dtype::f16: kt.matmul_rows_f16(out, x, w.u16(), n_tokens, n_in, n_out, o_begin, o_end); break;
-      case dtype::i8: kt.matmul_rows_i8(out, x, w.i8(), w.scales, n_tokens, n_in, n_out, o_begin, o_end); break;
+      case dtype::i8: break;  // above
     }
   });
 }

@@ -1,5 +1,7 @@
 // Plain scalar kernels, written for reading: the truth every faster variant is tested against.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "pagedserve/kernels.hpp"
@@ -16,15 +18,33 @@ void matmul(float* out, const float* x, const float* w, int n_tokens, int n_in, 
   }
 }
 
+float quantize_token_u8(std::uint8_t* xq, const float* x, int n, int n_pad) {
+  float max_abs = 0.0f;
+  for (int i = 0; i < n; ++i) max_abs = std::max(max_abs, std::abs(x[i]));
+  const float inv = 127.0f / max_abs;
+  if (!std::isfinite(max_abs) || !std::isfinite(inv)) {  // inf/NaN in x, or x (near) zero
+    std::fill(xq, xq + n_pad, std::uint8_t{128});
+    return std::isfinite(max_abs) ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+  }
+  for (int i = 0; i < n; ++i) {
+    // |x * inv| <= 127 up to a rounding step: the clamp only catches that step.
+    const float r = std::clamp(std::nearbyint(x[i] * inv), -127.0f, 127.0f);
+    xq[i] = static_cast<std::uint8_t>(static_cast<int>(r) + 128);
+  }
+  std::fill(xq + n, xq + n_pad, std::uint8_t{128});
+  return max_abs / 127.0f;
+}
+
 void matmul(float* out, const float* x, const weight& w, int n_tokens) {
   const int n_in = w.cols, n_out = w.rows;
   if (w.type == dtype::i8) {
+    std::vector<std::uint8_t> xq(n_in);
     for (int t = 0; t < n_tokens; ++t) {
+      const float x_scale = quantize_token_u8(xq.data(), x + static_cast<std::size_t>(t) * n_in, n_in, n_in);
       for (int o = 0; o < n_out; ++o) {
-        float sum = 0.0f;
-        for (int i = 0; i < n_in; ++i)
-          sum += static_cast<float>(w.i8()[static_cast<std::size_t>(o) * n_in + i]) * x[static_cast<std::size_t>(t) * n_in + i];
-        out[static_cast<std::size_t>(t) * n_out + o] = w.scales[o] * sum;
+        std::int32_t sum = 0;
+        for (int i = 0; i < n_in; ++i) sum += (xq[i] - 128) * w.i8()[i8_index(n_in, o, i)];
+        out[static_cast<std::size_t>(t) * n_out + o] = static_cast<float>(sum) * (w.scales[o] * x_scale);
       }
     }
     return;

@@ -6,8 +6,8 @@
 // then is folded by the fixed tree of reduce8(). Tiles only choose how many such independent chains
 // run side by side, never the order inside one, so any n_tokens, token position or row range gives
 // bit-identical results for the same x row and w row. bf16 and fp16 weights go through the same
-// template (int8 too, before its row scales): they are widened exactly to fp32 before the FMA, so they
-// give the fp32 path's bits.
+// template: they are widened exactly to fp32 before the FMA, so they give the fp32 path's bits.
+// The int8 matmul and activation quantizer live in int8_avx2*.cpp.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -17,7 +17,7 @@
 #include <utility>
 
 #include "pagedserve/kernels.hpp"
-#include "scale_rows.hpp"
+#include "int8_kernels.hpp"
 
 // fp16 -> fp32 widening (vcvtph2ps); dispatch.cpp requires F16C for this table.
 #pragma GCC target("f16c")
@@ -58,20 +58,6 @@ struct load_f16 {
   using elem = std::uint16_t;
   static __m256 full(const std::uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   static __m256 tail(const std::uint16_t* p, int n, __m256i) { return _mm256_cvtph_ps(load_u16_tail(p, n)); }
-};
-
-// int8 weights sign-extended to int32 and converted to fp32 (exact: |q| <= 127); the tail goes
-// through a zeroed buffer like the 16-bit ones.
-inline __m256 widen_i8(__m128i b) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)); }
-
-struct load_i8 {
-  using elem = std::int8_t;
-  static __m256 full(const std::int8_t* p) { return widen_i8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))); }
-  static __m256 tail(const std::int8_t* p, int n, __m256i) {
-    alignas(16) std::int8_t buf[16] = {};
-    std::memcpy(buf, p, static_cast<std::size_t>(n));
-    return widen_i8(_mm_load_si128(reinterpret_cast<const __m128i*>(buf)));
-  }
 };
 
 // The one horizontal reduction every matmul element goes through: lanes (i, i+4), then (i, i+2), then (0, 1).
@@ -188,13 +174,6 @@ void matmul_rows_avx2(float* out, const float* x, const typename L::elem* w, int
   }
 }
 
-// The fp32 path's sums over the widened int8 weights, then the row scales (see kernels.hpp).
-void matmul_rows_i8_avx2(float* out, const float* x, const std::int8_t* w, const float* scales, int n_tokens,
-                         int n_in, int n_out, int o_begin, int o_end) {
-  matmul_rows_avx2<load_i8>(out, x, w, n_tokens, n_in, n_out, o_begin, o_end);
-  scale_rows(out, scales, n_tokens, n_out, o_begin, o_end);
-}
-
 // Four accumulators so long reductions are not bound by FMA latency.
 float dot_avx2(const float* a, const float* b, int n) {
   __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
@@ -282,7 +261,16 @@ void swiglu_avx2(float* gate, const float* up, int n) {
 }  // namespace
 
 extern const kernel_table kernel_table_avx2 = {
-    isa::avx2, matmul_rows_avx2<load_f32>, matmul_rows_avx2<load_bf16>, matmul_rows_avx2<load_f16>, matmul_rows_i8_avx2, sum_squares_avx2, scale_mul_avx2, dot_avx2, axpy_avx2, swiglu_avx2,
+    isa::avx2, matmul_rows_avx2<load_f32>, matmul_rows_avx2<load_bf16>, matmul_rows_avx2<load_f16>,
+    detail::matmul_i8_avx2, detail::quantize_token_u8_avx2,
+    sum_squares_avx2, scale_mul_avx2, dot_avx2, axpy_avx2, swiglu_avx2,
+};
+
+// The same with the int8 matmul on AVX-VNNI.
+extern const kernel_table kernel_table_avx2_vnni = {
+    isa::avx2_vnni, matmul_rows_avx2<load_f32>, matmul_rows_avx2<load_bf16>, matmul_rows_avx2<load_f16>,
+    detail::matmul_i8_avx2_vnni, detail::quantize_token_u8_avx2,
+    sum_squares_avx2, scale_mul_avx2, dot_avx2, axpy_avx2, swiglu_avx2,
 };
 
 }  // namespace pagedserve::kernels

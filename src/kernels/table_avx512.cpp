@@ -4,9 +4,10 @@
 // that walks k = 0, 16, 32, ... with one FMA per step (the last step masked, lanes past n_in are 0),
 // then is folded by the fixed tree of reduce16(). Tiles only choose how many such independent
 // chains run side by side, never the order inside one, so any n_tokens, token position or row range
-// gives bit-identical results for the same x row and w row. bf16, fp16 and int8 weights go through
-// the same template, widened exactly to fp32 before the FMA, so they give the fp32 path's bits (AVX-512
+// gives bit-identical results for the same x row and w row. bf16 and fp16 weights go through the
+// same template, widened exactly to fp32 before the FMA, so they give the fp32 path's bits (AVX-512
 // BF16's vdpbf16ps is not used: it would round x to bf16 and pair the products differently).
+// The int8 matmul and activation quantizer live in int8_avx512*.cpp.
 // GCC 12's avx512fintrin.h builds its pass-through operands from _mm512_undefined_ps(), which
 // -Wuninitialized flags once inlined (GCC PR 105593, fixed in 12.3/13); the warning is spurious.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -19,7 +20,7 @@
 #include <utility>
 
 #include "pagedserve/kernels.hpp"
-#include "scale_rows.hpp"
+#include "int8_kernels.hpp"
 
 namespace pagedserve::kernels {
 namespace {
@@ -73,15 +74,6 @@ struct load_f16 {
   using elem = std::uint16_t;
   static __m512 full(const std::uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
   static __m512 tail(__mmask16 m, const std::uint16_t* p) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
-};
-
-// int8 weights sign-extended to int32 and converted to fp32 (exact: |q| <= 127).
-inline __m512 widen_i8(__m128i b) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b)); }
-
-struct load_i8 {
-  using elem = std::int8_t;
-  static __m512 full(const std::int8_t* p) { return widen_i8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-  static __m512 tail(__mmask16 m, const std::int8_t* p) { return widen_i8(_mm_maskz_loadu_epi8(m, p)); }
 };
 
 // n_t tokens x n_r weight rows: out[t, o] for t in [0, n_t), o in [o0, o0 + n_r).
@@ -181,13 +173,6 @@ void matmul_rows_avx512(float* out, const float* x, const typename L::elem* w, i
   }
 }
 
-// The fp32 path's sums over the widened int8 weights, then the row scales (see kernels.hpp).
-void matmul_rows_i8_avx512(float* out, const float* x, const std::int8_t* w, const float* scales, int n_tokens,
-                           int n_in, int n_out, int o_begin, int o_end) {
-  matmul_rows_avx512<load_i8>(out, x, w, n_tokens, n_in, n_out, o_begin, o_end);
-  scale_rows(out, scales, n_tokens, n_out, o_begin, o_end);
-}
-
 // Four accumulators so long reductions are not bound by FMA latency.
 float dot_avx512(const float* a, const float* b, int n) {
   __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
@@ -270,7 +255,15 @@ void swiglu_avx512(float* gate, const float* up, int n) {
 }  // namespace
 
 extern const kernel_table kernel_table_avx512 = {
-    isa::avx512, matmul_rows_avx512<load_f32>, matmul_rows_avx512<load_bf16>, matmul_rows_avx512<load_f16>, matmul_rows_i8_avx512,
+    isa::avx512, matmul_rows_avx512<load_f32>, matmul_rows_avx512<load_bf16>, matmul_rows_avx512<load_f16>,
+    detail::matmul_i8_avx512, detail::quantize_token_u8_avx512,
+    sum_squares_avx512, scale_mul_avx512, dot_avx512, axpy_avx512, swiglu_avx512,
+};
+
+// The same with the int8 matmul on AVX512-VNNI.
+extern const kernel_table kernel_table_avx512_vnni = {
+    isa::avx512_vnni, matmul_rows_avx512<load_f32>, matmul_rows_avx512<load_bf16>, matmul_rows_avx512<load_f16>,
+    detail::matmul_i8_avx512_vnni, detail::quantize_token_u8_avx512,
     sum_squares_avx512, scale_mul_avx512, dot_avx512, axpy_avx512, swiglu_avx512,
 };
 

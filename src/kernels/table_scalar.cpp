@@ -1,5 +1,6 @@
 // The portable inner loops: plain C++ the compiler may auto-vectorise for the baseline ISA.
 // Each output element is reduced in index order, whatever the batch, so results are batch invariant.
+#include <algorithm>
 #include <cmath>
 
 #include "pagedserve/kernels.hpp"
@@ -37,16 +38,22 @@ void matmul_rows_16_scalar(float* out, const float* x, const std::uint16_t* w, i
   }
 }
 
-// int8 weights: the index-order sum over q widened to fp32, then the row's scale.
-void matmul_rows_i8_scalar(float* out, const float* x, const std::int8_t* w, const float* scales, int n_tokens,
-                           int n_in, int n_out, int o_begin, int o_end) {
-  for (int o = o_begin; o < o_end; ++o) {
-    const std::int8_t* wo = w + static_cast<std::size_t>(o) * n_in;
+// int8 x int8 over the packed panels, one panel and one token at a time: 16 int32 sums walk the
+// panel's groups of 4 columns (exact, so the order is free), then the two scales.
+void matmul_i8_scalar(float* out, const std::uint8_t* xq, const float* x_scales, const weight& w, int n_tokens,
+                      int p_begin, int p_end) {
+  const int k_pad = i8_padded_cols(w.cols), n_out = w.rows;
+  for (int p = p_begin; p < p_end; ++p) {
+    const std::int8_t* panel = w.i8() + static_cast<std::size_t>(p) * i8_panel_rows * k_pad;
+    const int o0 = p * i8_panel_rows, n_rows = std::min(i8_panel_rows, n_out - o0);
     for (int t = 0; t < n_tokens; ++t) {
-      const float* xt = x + static_cast<std::size_t>(t) * n_in;
-      float sum = 0.0f;
-      for (int i = 0; i < n_in; ++i) sum += xt[i] * static_cast<float>(wo[i]);
-      out[static_cast<std::size_t>(t) * n_out + o] = scales[o] * sum;
+      const std::uint8_t* xt = xq + static_cast<std::size_t>(t) * k_pad;
+      std::int32_t sum[i8_panel_rows] = {};
+      for (int g = 0; g < k_pad / 4; ++g)
+        for (int r = 0; r < i8_panel_rows; ++r)
+          for (int j = 0; j < 4; ++j) sum[r] += (xt[4 * g + j] - 128) * panel[g * 4 * i8_panel_rows + 4 * r + j];
+      float* ot = out + static_cast<std::size_t>(t) * n_out + o0;
+      for (int r = 0; r < n_rows; ++r) ot[r] = static_cast<float>(sum[r]) * (w.scales[o0 + r] * x_scales[t]);
     }
   }
 }
@@ -71,7 +78,8 @@ void swiglu_scalar(float* gate, const float* up, int n) {
 }  // namespace
 
 extern const kernel_table kernel_table_scalar = {
-    isa::scalar, matmul_rows_scalar, matmul_rows_16_scalar<bf16_to_f32>, matmul_rows_16_scalar<f16_to_f32>, matmul_rows_i8_scalar,
+    isa::scalar, matmul_rows_scalar, matmul_rows_16_scalar<bf16_to_f32>, matmul_rows_16_scalar<f16_to_f32>, matmul_i8_scalar,
+    reference::quantize_token_u8,
     sum_squares_scalar, scale_mul_scalar, dot_scalar, axpy_scalar, swiglu_scalar,
 };
 

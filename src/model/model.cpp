@@ -143,9 +143,9 @@ namespace {
 weight convert_matrix(model& m, const weight& w, dtype to) {
   if (w.empty() || w.type == to) return w;
   if (to == dtype::i8) {
-    std::int8_t* q = m.keep(std::vector<std::int8_t>(w.n_elements()));
-    float* scales = m.keep(std::vector<float>(w.rows));
-    return quantize_matrix_i8(q, scales, w);
+    i8_matrix q = quantize_matrix_i8(w);
+    return weight{m.keep(std::move(q.packed)), dtype::i8, q.rows, q.cols, m.keep(std::move(q.scales)),
+                  m.keep(std::move(q.row_sums))};
   }
   weight out = w;
   out.type = to;

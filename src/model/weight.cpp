@@ -42,7 +42,7 @@ void weight_row_to_f32(float* out, const weight& w, int row) {
       for (int i = 0; i < w.cols; ++i) out[i] = f16_to_f32(w.u16()[base + i]);
       return;
     case dtype::i8:
-      for (int i = 0; i < w.cols; ++i) out[i] = w.scales[row] * static_cast<float>(w.i8()[base + i]);
+      for (int i = 0; i < w.cols; ++i) out[i] = w.scales[row] * static_cast<float>(w.i8()[i8_index(w.cols, row, i)]);
       return;
   }
 }

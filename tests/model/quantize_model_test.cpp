@@ -74,8 +74,10 @@ logit_error compare(const std::vector<float>& got, const std::vector<float>& wan
   return e;
 }
 
-// Measured (21 positions x 512 logits of rms 8.57; every kernel table agrees to 1e-5): int8 max
-// |err| 0.305 (3.6% of the rms), bf16 0.081, top-1 agreement 1.0 for both. The bounds leave 2x headroom.
+// Measured (21 positions x 512 logits of rms 8.57): int8 (W8A8: weights and activations) max |err|
+// 0.517 (6.0% of the rms; weight-only int8 was 0.305), bf16 0.081, top-1 agreement 1.0 for both.
+// Every kernel table agrees to 1e-5 (the int8 matmuls give the same bits on every table; norms,
+// attention and SwiGLU are fp32 and differ in the last bits). The bounds leave about 2x headroom.
 TEST(quantized_model, stories260k_logits_stay_close_to_fp32) {
   PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
   auto tok = llama2c_tokenizer_load(test::shared_model("tok512.bin"), 512);
@@ -90,12 +92,13 @@ TEST(quantized_model, stories260k_logits_stay_close_to_fp32) {
   for (const kernels::kernel_table* kt : kernels::kernel_tables_supported()) {
     SCOPED_TRACE(std::string(kernels::isa_name(kt->which)));
     const auto want = prefill_logits(*fp32, *kt, ids);
-    const logit_error e8 = compare(prefill_logits(*int8, *kt, ids), want, vocab);
+    const auto got8 = prefill_logits(*int8, *kt, ids);
+    const logit_error e8 = compare(got8, want, vocab);
     const logit_error e16 = compare(prefill_logits(*bf16, *kt, ids), want, vocab);
     std::cout << kernels::isa_name(kt->which) << ": logit rms " << e8.logit_rms << "; int8 max |err| " << e8.max_abs
               << " top-1 " << e8.top1_agreement << "; bf16 max |err| " << e16.max_abs << " top-1 "
               << e16.top1_agreement << " (" << ids.size() << " positions)\n";
-    EXPECT_LT(e8.max_abs, 0.6);
+    EXPECT_LT(e8.max_abs, 1.0);
     EXPECT_LT(e16.max_abs, 0.16);
     EXPECT_GE(e8.top1_agreement, 0.95);
     EXPECT_GE(e16.top1_agreement, 0.95);

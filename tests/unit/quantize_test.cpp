@@ -63,13 +63,20 @@ TEST(quantize, matrix_scales_each_row_alone_and_the_view_dequantizes) {
     return v;
   }();
   for (const weight src : {weight_f32(w.data(), rows, cols), weight{w16.data(), dtype::bf16, rows, cols}}) {
-    std::vector<std::int8_t> q(w.size());
-    std::vector<float> scales(rows);
-    const weight v = quantize_matrix_i8(q.data(), scales.data(), src);
+    const i8_matrix m = quantize_matrix_i8(src);
+    const weight v = m.view();
+    const std::vector<float>& scales = m.scales;
     ASSERT_EQ(v.type, dtype::i8);
     EXPECT_EQ(v.scales, scales.data());
-    EXPECT_EQ(v.n_bytes(), w.size() + rows * sizeof(float));
+    // Packed panels of 16 rows x 4 columns, then 16 padded scales and row sums.
+    EXPECT_EQ(v.n_bytes(), 16 * 4 + 16 * (sizeof(float) + sizeof(std::int32_t)));
     EXPECT_EQ(scales[2], 0.0f);
+    for (int r = 0; r < rows; ++r) {
+      int sum = 0;
+      for (int c = 0; c < cols; ++c) sum += m.packed[i8_index(cols, r, c)];
+      EXPECT_EQ(m.row_sums[r], sum) << "row " << r;
+    }
+    EXPECT_EQ(m.packed[i8_index(cols, 1, 1)], -127) << "row 1's largest";
     std::vector<float> row(cols);
     for (int r = 0; r < rows; ++r) {
       weight_row_to_f32(row.data(), v, r);
