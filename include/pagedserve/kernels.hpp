@@ -3,7 +3,8 @@
 //
 // Three layers:
 //   reference::  plain scalar code, as readable as llama2.c's run.c; the truth tests compare against.
-//   kernel_table one serial inner loop per op and per instruction set (scalar, avx2, avx512),
+//   kernel_table one serial inner loop per op and per instruction set (scalar, avx2, avx2_vnni,
+//                avx512, avx512_vnni),
 //                chosen once at start-up from CPU detection or forced by config.
 //   ops::        the TBB-parallel entry points the forward pass calls; they split the work
 //                (rows, tiles, heads) and run the table's inner loops on each piece.

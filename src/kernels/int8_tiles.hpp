@@ -88,12 +88,6 @@ void matmul_i8_tiles(float* out, const std::uint8_t* xq, const float* x_scales, 
   }
 }
 
-}  // namespace
-}  // namespace pagedserve::kernels
-
-namespace pagedserve::kernels {
-namespace {
-
 // quantize_token_u8 once max|x| is known: the multiplier 127 / max|x| for the SIMD loop, or, when
 // there is none (x zero or too small to invert, or not finite), xq[n_pad] all 128 and the scale
 // to return (0, or NaN for an infinite or NaN x) in *degenerate_scale. Same rules as the reference.
