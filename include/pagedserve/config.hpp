@@ -47,8 +47,8 @@ struct engine_config {
 struct model_paths {
   std::string model;      // llama2.c .bin checkpoint; empty = the built-in demo model
   std::string tokenizer;  // llama2.c tokenizer .bin
-  // Weight format after loading: none (as stored), f32, bf16, or int8 (per-row symmetric, weight-only;
-  // see quantize.hpp). Quantizes fp32/bf16/f16 checkpoints at load; the demo model ignores it.
+  // Weight format after loading: none (as stored), f32, bf16, or int8 (per-row symmetric weights and
+  // per-token activations, W8A8; see quantize.hpp). Quantizes fp32/bf16/f16 checkpoints at load; the demo model ignores it.
   std::string quantize = "none";
 };
 
