@@ -7,7 +7,9 @@
 // Before the benchmarks it measures the machine's read bandwidth in this process (membw.hpp) and
 // prints it in the context block; every case then reports the weight bytes it streamed per second
 // ("bytes_per_second", what bounds decode) and "bw_ratio" = that / the measured bandwidth, plus
-// "GOP/s" (2 x multiply-adds per second: fp32 FLOPs, or int8 ops for i8). Weights small enough for
+// "GOP/s" (2 x multiply-adds per second: fp32 FLOPs, or int8 ops for i8) and "peak_ratio" = that /
+// the peak measured in this process too (compute_peak.hpp: fp32 FMA for f32/bf16, int8 vpdpbusd for
+// i8; both zmm, so the AVX2 tables' ratios are against the AVX-512 peak). Weights small enough for
 // L2/L3 can exceed 1: the s110m matrices up to 2048x768 fit L3. i8 timings include the activation
 // quantization (one pass over x per call).
 //
@@ -23,6 +25,7 @@
 #include <tuple>
 #include <vector>
 
+#include "compute_peak.hpp"
 #include "membw.hpp"
 #include "pagedserve/kernels.hpp"
 #include "pagedserve/quantize.hpp"
@@ -47,6 +50,16 @@ constexpr dtype weight_types[] = {dtype::f32, dtype::bf16, dtype::i8};
 double& measured_bandwidth_gbps() {
   static double gbps = 0.0;
   return gbps;
+}
+
+// GOP/s peaks of this process's arena: fp32 FMA and int8 vpdpbusd (0 when not measurable here).
+double& fp32_peak() {
+  static double gops = 0.0;
+  return gops;
+}
+double& int8_peak() {
+  static double gops = 0.0;
+  return gops;
 }
 
 // Seconds per iteration, keyed by (isa, dtype, n_out, n_in, n_tokens); filled as each benchmark runs,
@@ -104,6 +117,8 @@ void bench_matmul(benchmark::State& state, const kernel_table* kt, dtype type, m
   state.counters["GOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["tokens"] = n_tokens;
   if (measured_bandwidth_gbps() > 0) state.counters["bw_ratio"] = weight_bytes / seconds * 1e-9 / measured_bandwidth_gbps();
+  if (const double peak = type == dtype::i8 ? int8_peak() : fp32_peak(); peak > 0)
+    state.counters["peak_ratio"] = flops / seconds * 1e-9 / peak;
 
   seconds_per_case()[std::make_tuple(kt->which, type, shape.n_out, shape.n_in, n_tokens)] = seconds;
   const auto ratio_to = [&](isa i, dtype t) {
@@ -145,6 +160,10 @@ void register_benchmarks() {
 int main(int argc, char** argv) {
   measured_bandwidth_gbps() = bench::read_bandwidth_gbps();
   benchmark::AddCustomContext("measured_read_bandwidth", std::to_string(measured_bandwidth_gbps()) + " GB/s");
+  fp32_peak() = bench::fp32_peak_gops();
+  int8_peak() = bench::int8_peak_gops();
+  benchmark::AddCustomContext("measured_fp32_peak", std::to_string(fp32_peak()) + " GFLOP/s (zmm FMA)");
+  benchmark::AddCustomContext("measured_int8_peak", std::to_string(int8_peak()) + " GOP/s (zmm vpdpbusd)");
   register_benchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
