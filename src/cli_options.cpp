@@ -31,7 +31,7 @@ std::string cli_usage() {
                       [--max-waiting N] [--max-body-bytes N] [--api-key KEY] [--cors-allow-origin O]
                       [--served-model-name NAME] [--max-connections N] [--max-requests-per-socket N]
                       [--max-outbound-bytes N] [--max-header-bytes N] [--idle-timeout S]
-                      [--request-timeout S] [--shutdown-grace S] [--web-root DIR]
+                      [--request-timeout S] [--shutdown-grace S] [--web-root DIR] [--replica-name NAME]
   pagedserve generate [--config FILE] --model M.bin [--tokenizer T.bin] --prompt TEXT [--max-tokens N]
                       [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S] [--threads N]
                       [--kernels ...] [--quantize none|bf16|int8]
@@ -109,6 +109,7 @@ std::expected<cli_options, std::vector<std::string>> cli_parse(int argc, char** 
     else if (name == "request-timeout") ok = parse_number(value, c.server.request_timeout_seconds);
     else if (name == "shutdown-grace") ok = parse_number(value, c.server.shutdown_grace_seconds);
     else if (name == "web-root") c.server.web_root = value;
+    else if (name == "replica-name") c.server.replica_name = value;
     else if (o.command == "generate" && name == "prompt") o.prompt = value;
     else if (o.command == "generate" && name == "max-tokens") ok = parse_number(value, o.sampling.max_tokens) && o.sampling.max_tokens > 0;
     else if (o.command == "generate" && name == "temperature") ok = parse_number(value, o.sampling.temperature) && o.sampling.temperature >= 0;

@@ -59,6 +59,7 @@ int run_serve(const cli_options& o, const served_model& lm) {
     return 1;
   }
   const auto& mc = lm.weights->config;
+  spdlog::info("replica name '{}' (in /health and as label replica on every /metrics series)", s.replica_name());
   spdlog::info("serving '{}' (dim {}, {} layers, vocab {}, context {}) on http://{}:{} (WebSocket /v1/ws, OpenAI /v1/completions and /v1/chat/completions, GET /health, GET /metrics)",
                lm.weights->name, mc.dim, mc.n_layers, mc.vocab_size, mc.seq_len, c.server.host, *port);
   spdlog::info("engine: kv_blocks {} x {} tokens, max_num_seqs {}, max_num_batched_tokens {}, weights {} ({}), kernels {}",

@@ -27,6 +27,9 @@ struct server_config {
   std::string cors_allow_origin;             // "*" or comma-separated origins allowed by CORS; empty = no CORS headers
   std::string served_model_name;             // the model's name in the OpenAI API; empty = the model file's name
   std::string web_root;                      // folder of the chat page served at /; empty = this source tree's web/
+  // This replica's name among several behind a load balancer: /health reports it and every /metrics
+  // series carries it as label replica="...". Empty = "<hostname>:<bound port>".
+  std::string replica_name;
 };
 
 struct engine_config {

@@ -129,8 +129,10 @@ class serving_metrics {
   // A request ended with an error before or instead of generating (queue_full, invalid_max_tokens...).
   void on_failed(std::string_view code);
 
-  // Renders everything with gauges from the engine; model_name labels every series.
-  std::string render(const engine_gauges& g, std::string_view model_name);
+  // Renders everything with gauges from the engine; model_name, and replica when not empty, label
+  // every series. The label is "replica", not "instance": Prometheus sets instance itself (the
+  // scraped address) and would rename ours to exported_instance.
+  std::string render(const engine_gauges& g, std::string_view model_name, std::string_view replica = {});
   metrics_registry& registry() { return registry_; }
 
  private:

@@ -29,6 +29,8 @@ class server {
   // (503 / error shutting_down), answers the ones in flight, then closes.
   void begin_drain();
   int n_connections() const;
+  // server.replica_name, or "<hostname>:<port>" once start() has bound the port.
+  const std::string& replica_name() const { return config_.replica_name; }
 
  private:
   struct listener;

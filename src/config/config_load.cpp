@@ -1,5 +1,7 @@
 #include <simdjson.h>
 
+#include <algorithm>
+
 #include "pagedserve/config.hpp"
 
 namespace pagedserve {
@@ -80,7 +82,7 @@ std::expected<config, std::vector<std::string>> config_load(const std::filesyste
         .field("request_timeout_seconds", c.server.request_timeout_seconds)
         .field("shutdown_grace_seconds", c.server.shutdown_grace_seconds)
         .field("cors_allow_origin", c.server.cors_allow_origin).field("served_model_name", c.server.served_model_name)
-        .field("web_root", c.server.web_root);
+        .field("web_root", c.server.web_root).field("replica_name", c.server.replica_name);
     r.reject_unknown();
   }
   if (auto s = section("engine")) {
@@ -123,6 +125,10 @@ std::vector<std::string> config_validate(const config& c) {
   if (c.server.idle_timeout_seconds < 1) e.push_back("server.idle_timeout_seconds must be positive");
   if (c.server.request_timeout_seconds < 0) e.push_back("server.request_timeout_seconds must be >= 0 (0 = no limit)");
   if (c.server.shutdown_grace_seconds < 0) e.push_back("server.shutdown_grace_seconds must be >= 0");
+  if (c.server.replica_name.size() > 128 ||
+      std::any_of(c.server.replica_name.begin(), c.server.replica_name.end(),
+                  [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; }))
+    e.push_back("server.replica_name must be at most 128 characters without control characters");
   if (c.engine.kv_blocks < 1) e.push_back("engine.kv_blocks must be positive");
   if (c.engine.block_size < 1 || c.engine.block_size > 1024) e.push_back("engine.block_size must be 1..1024");
   if (c.engine.max_num_seqs < 1) e.push_back("engine.max_num_seqs must be positive");

@@ -116,7 +116,7 @@ void serving_metrics::on_failed(std::string_view code) {
   registry_.counter_with("pagedserve:request_failure_total", code).add();
 }
 
-std::string serving_metrics::render(const engine_gauges& g, std::string_view model_name) {
+std::string serving_metrics::render(const engine_gauges& g, std::string_view model_name, std::string_view replica) {
   std::lock_guard lock(render_mu_);
   running_.set(g.running);
   waiting_.set(g.waiting);
@@ -127,7 +127,9 @@ std::string serving_metrics::render(const engine_gauges& g, std::string_view mod
   prefix_hits_.store(static_cast<double>(g.prefix_cache_hits));
   executor_busy_.store(g.executor_busy_seconds);
   executor_gap_.store(g.executor_gap_seconds);
-  return registry_.render("model_name=\"" + metrics_escape_label(model_name) + "\"");
+  std::string labels = "model_name=\"" + metrics_escape_label(model_name) + "\"";
+  if (!replica.empty()) labels += ",replica=\"" + metrics_escape_label(replica) + "\"";
+  return registry_.render(labels);
 }
 
 }  // namespace pagedserve

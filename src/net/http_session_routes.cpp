@@ -73,8 +73,10 @@ std::uint64_t resident_bytes() {
   return n == 2 ? pages_resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) : 0;
 }
 
-std::string health_body(const engine& e, const engine_status& s, bool draining) {
-  std::string out = draining ? R"({"status":"draining","model":)" : R"({"status":"ok","model":)";
+std::string health_body(const engine& e, const engine_status& s, bool draining, std::string_view replica) {
+  std::string out = draining ? R"({"status":"draining","replica":)" : R"({"status":"ok","replica":)";
+  json_append_string(out, replica);
+  out += R"(,"model":)";
   json_append_string(out, e.served_model().name);
   out += R"(,"running":)" + std::to_string(s.scheduler.running) + R"(,"waiting":)" +
          std::to_string(s.scheduler.waiting) + R"(,"kv_blocks_total":)" + std::to_string(s.kv.blocks_total) +
@@ -241,7 +243,7 @@ void http_session::serve_status(bool metrics) {
       // Draining: 503 so load balancers stop sending here while in-flight requests finish.
       if (!metrics)
         return self->respond_json(self->draining_ ? http::status::service_unavailable : http::status::ok,
-                                  health_body(self->engine_, s, self->draining_));
+                                  health_body(self->engine_, s, self->draining_, self->config_.replica_name));
       engine_gauges g;
       g.running = s.scheduler.running;
       g.waiting = s.scheduler.waiting;
@@ -255,7 +257,7 @@ void http_session::serve_status(bool metrics) {
       g.executor_busy_seconds = s.executor.busy_seconds;
       g.executor_gap_seconds = s.executor.gap_seconds;
       self->respond(http::status::ok, "text/plain; version=0.0.4; charset=utf-8",
-                    self->engine_.metrics().render(g, self->served_name()));
+                    self->engine_.metrics().render(g, self->served_name(), self->config_.replica_name));
     });
   });
 }

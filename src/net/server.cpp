@@ -3,6 +3,10 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 
+#include <unistd.h>
+
+#include <cstring>
+
 #include "actors/engine.hpp"
 #include "actors/logger.hpp"
 #include "net/connection_registry.hpp"
@@ -30,6 +34,14 @@ void refuse_connection(net::tcp::socket socket) {
 }  // namespace
 
 namespace {
+
+// "<hostname>:<port>": a replica's name when the config gives none (unique on one machine and, with
+// distinct hostnames, across a fleet).
+std::string default_replica_name(unsigned short port) {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::strcpy(host, "localhost");
+  return std::string(host) + ":" + std::to_string(port);
+}
 
 // The chat page's folder: the configured one, else web/ in the source tree this binary was built from.
 std::string web_root(const server_config& config) {
@@ -96,6 +108,8 @@ std::expected<unsigned short, std::string> server::start() {
     return std::unexpected("cannot bind " + config_.host + ":" + std::to_string(config_.port) + ": " + ec.message());
   if (a.listen(boost::asio::socket_base::max_listen_connections, ec); ec) return std::unexpected("listen: " + ec.message());
   const unsigned short port = a.local_endpoint().port();
+  // Before the first accept: every session reads the name through listener_->config, i.e. config_.
+  if (config_.replica_name.empty()) config_.replica_name = default_replica_name(port);
   listener_->do_accept();
   if (listener_->web->available())
     actor_logger("net")->info("chat page at / from {}", listener_->web->root().string());

@@ -126,9 +126,9 @@ TEST(openai_admission, burst_against_a_full_queue_gets_429s) {
   ASSERT_TRUE(idle) << idle.error();
   EXPECT_TRUE(idle->idle());
   const auto after = scrape(server.port());
-  const std::string refused = R"(pagedserve:request_failure_total{model_name="stories260K",code="queue_full"})";
+  const std::string refused = R"(pagedserve:request_failure_total{model_name="stories260K",replica="e2e",code="queue_full"})";
   EXPECT_EQ(after.at(refused) - before.at(refused), n_429);
-  const std::string finished = R"(pagedserve:request_success_total{model_name="stories260K",finished_reason="length"})";
+  const std::string finished = R"(pagedserve:request_success_total{model_name="stories260K",replica="e2e",finished_reason="length"})";
   EXPECT_EQ(after.at(finished) - before.at(finished), n_ok + 1);
 }
 
@@ -172,9 +172,9 @@ TEST(openai_admission, disconnect_mid_stream_frees_the_kv_cache) {
   EXPECT_TRUE(idle->idle()) << "running " << idle->running << ", waiting " << idle->waiting << ", free "
                             << idle->kv_blocks_free << " of " << idle->kv_blocks_total;
   const auto after = scrape(server.port());
-  const std::string aborted = R"(pagedserve:request_success_total{model_name="stories260K",finished_reason="abort"})";
+  const std::string aborted = R"(pagedserve:request_success_total{model_name="stories260K",replica="e2e",finished_reason="abort"})";
   EXPECT_EQ(after.at(aborted) - before.at(aborted), 2) << "both samples of the dropped stream are cancelled";
-  const std::string generated = R"(pagedserve:generation_tokens_total{model_name="stories260K"})";
+  const std::string generated = R"(pagedserve:generation_tokens_total{model_name="stories260K",replica="e2e"})";
   EXPECT_LT(after.at(generated) - before.at(generated), n_ballast * 400 + 2 * 480);
 }
 

@@ -20,7 +20,7 @@ constexpr auto response_timeout = std::chrono::seconds(30);
   } while (0)
 
 std::string series(const std::string& name, const std::string& label = {}) {
-  return name + "{model_name=\"stories260K\"" + (label.empty() ? "" : "," + label) + "}";
+  return name + "{model_name=\"stories260K\",replica=\"e2e\"" + (label.empty() ? "" : "," + label) + "}";
 }
 
 std::map<std::string, double> scrape(unsigned short port) {

@@ -155,7 +155,8 @@ inline process_result cli_generate(const std::string& prompt, int max_tokens) {
 // thread all along, so the server can never block on a full pipe.
 class server_process {
  public:
-  // extra_args are appended to the command line (later flags win over earlier ones).
+  // extra_args are appended to the command line (later flags win over earlier ones). The replica is
+  // named "e2e" unless extra_args say otherwise.
   explicit server_process(std::vector<std::string> extra_args = {}, std::chrono::milliseconds startup = 10s) {
     std::vector<std::string> argv = {test::server_binary().string(),
                                      "serve",
@@ -168,7 +169,9 @@ class server_process {
                                      "--port",
                                      "0",
                                      "--log-level",
-                                     "info"};
+                                     "info",
+                                     "--replica-name",  // the label tests expect on /metrics series
+                                     "e2e"};
     argv.insert(argv.end(), extra_args.begin(), extra_args.end());
     const auto deadline = steady::now() + startup;
     try {

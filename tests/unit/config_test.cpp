@@ -45,6 +45,19 @@ TEST(config, scheduling_bounds_and_prefix_caching_are_read_and_checked) {
   EXPECT_EQ(config_validate(bad).size(), 1u);
 }
 
+TEST(config, the_replica_name_is_read_and_checked) {
+  auto c = config_load(write_temp("f.json", R"({"server":{"replica_name":"gpu-less-1"}})"));
+  ASSERT_TRUE(c.has_value()) << c.error().front();
+  EXPECT_EQ(c->server.replica_name, "gpu-less-1");
+  EXPECT_TRUE(config_validate(*c).empty());
+  EXPECT_TRUE(server_config{}.replica_name.empty()) << "empty: the server names itself <hostname>:<port>";
+  config bad;
+  bad.server.replica_name = "two\nlines";
+  EXPECT_EQ(config_validate(bad).size(), 1u);
+  bad.server.replica_name = std::string(129, 'r');
+  EXPECT_EQ(config_validate(bad).size(), 1u);
+}
+
 TEST(config, unknown_keys_and_wrong_types_are_all_reported) {
   auto c = config_load(write_temp("b.json", R"({"server":{"port":"x","colour":1},"engine":{"kv_blocks":1.5},"extra":{}})"));
   ASSERT_FALSE(c.has_value());

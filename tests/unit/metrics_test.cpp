@@ -94,5 +94,26 @@ TEST(metrics, serving_metrics_have_vllm_names) {
   EXPECT_EQ(metrics_token_count_buckets(512), (std::vector<double>{1, 2, 5, 10, 20, 50, 100, 200, 500}));
 }
 
+// Behind a load balancer each replica names itself: label replica on every series, histogram
+// buckets included, after model_name.
+TEST(metrics, the_replica_label_is_on_every_series) {
+  serving_metrics m(512);
+  m.on_first_token(5, serving_metrics::seconds(0.002));
+  const std::string text = m.render({}, "tiny", "r\"1");
+  int n_series = 0;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t end = text.find('\n', pos);
+    const std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.empty() || line[0] == '#') continue;
+    ++n_series;
+    EXPECT_NE(line.find("{model_name=\"tiny\",replica=\"r\\\"1\""), std::string::npos) << line;
+  }
+  EXPECT_GT(n_series, 50);
+  EXPECT_TRUE(has_line(text, "pagedserve:time_to_first_token_seconds_bucket{model_name=\"tiny\",replica=\"r\\\"1\",le=\"+Inf\"} 1"))
+      << text;
+}
+
 }  // namespace
 }  // namespace pagedserve
