@@ -5,6 +5,7 @@ packages=(build-essential cmake ninja-build pkg-config git
           libboost1.81-dev libsimdjson-dev libspdlog-dev libfmt-dev libtbb-dev
           libpcre2-dev libicu-dev libgtest-dev libgmock-dev libbenchmark-dev gnuplot-nox
           chromium  # the chat page's browser test (tests/browser) drives Debian's chromium
+          nginx-light curl  # replicas behind nginx: tests/e2e/replicas_nginx_test.cpp, scripts/replicas.sh
           clang-19 libclang-rt-19-dev)  # libFuzzer (fuzz/); clang-14 cannot compile libstdc++ 12's std::expected
 missing=()
 for p in "${packages[@]}"; do

@@ -34,9 +34,15 @@ class ws_client {
   ws_client(const ws_client&) = delete;
   ws_client& operator=(const ws_client&) = delete;
 
-  // TCP connect and WebSocket upgrade to ws://127.0.0.1:port/target.
+  // TCP connect and WebSocket upgrade to ws://127.0.0.1:port/target, with extra request headers
+  // on the upgrade (e.g. X-Session-Id for a load balancer).
   std::expected<void, std::string> connect(unsigned short port, const std::string& target = "/v1/ws",
-                                           std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+                                           std::chrono::milliseconds timeout = std::chrono::seconds(5),
+                                           std::vector<std::pair<std::string, std::string>> headers = {}) {
+    if (!headers.empty())
+      ws_.set_option(websocket::stream_base::decorator([headers = std::move(headers)](websocket::request_type& req) {
+        for (const auto& [name, value] : headers) req.set(name, value);
+      }));
     auto& tcp_layer = beast::get_lowest_layer(ws_);
     tcp_layer.expires_after(timeout);
     std::optional<beast::error_code> result;
