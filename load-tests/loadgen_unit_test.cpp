@@ -79,6 +79,20 @@ TEST(LoadgenOptions, GoodputAndSweepFlags) {
   EXPECT_EQ(o->concurrency, (std::vector<int>{1, 4, 16}));
 }
 
+TEST(LoadgenOptions, HeadersAreNameColonValue) {
+  const char* argv[] = {"loadgen", "--target", "ws://127.0.0.1:8000/v1/ws", "--header", "X-Session-Id: c1",
+                        "--header=X-Other:2"};
+  auto o = options_parse(6, const_cast<char**>(argv));
+  ASSERT_TRUE(o) << o.error().front();
+  ASSERT_EQ(o->headers.size(), 2u);
+  EXPECT_EQ(o->headers[0], (std::pair<std::string, std::string>{"X-Session-Id", "c1"}));
+  EXPECT_EQ(o->headers[1], (std::pair<std::string, std::string>{"X-Other", "2"}));
+  for (const char* bad : {"no-colon", ": empty-name", "Bad Name: x"}) {
+    const char* argv_bad[] = {"loadgen", "--target", "ws://127.0.0.1:8000/v1/ws", "--header", bad};
+    EXPECT_FALSE(options_parse(5, const_cast<char**>(argv_bad))) << bad;
+  }
+}
+
 TEST(LoadgenSse, EventsSurviveAnySplit) {
   const std::string stream =
       ": ping\n\ndata: {\"a\":1}\r\n\r\ndata: {\"b\":2}\n\nevent: x\ndata: line1\ndata: line2\n\ndata: [DONE]\n\n";

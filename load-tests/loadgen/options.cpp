@@ -225,6 +225,17 @@ const std::map<std::string, setter, std::less<>>& value_flags() {
          o.goodput = *s;
          return std::nullopt;
        }},
+      {"--header", [](options& o, std::string_view v) -> std::optional<std::string> {
+         const auto colon = v.find(':');
+         std::string_view name = v.substr(0, colon), value;
+         if (colon != std::string_view::npos) value = v.substr(colon + 1);
+         while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+         const bool token = !name.empty() && name.find_first_of(" \t\r\n") == std::string_view::npos;
+         if (colon == std::string_view::npos || !token || value.find_first_of("\r\n") != std::string_view::npos)
+           return "use 'Name: value'";
+         o.headers.emplace_back(std::string(name), std::string(value));
+         return std::nullopt;
+       }},
       {"--num-requests", number(&options::num_requests, 1, 100000)},
       {"--max-concurrency", number(&options::max_concurrency, 0, 4096)},
       {"--connections", number(&options::connections, 0, 1024)},
@@ -328,6 +339,8 @@ target (loopback only):
   --target http://127.0.0.1:P/v1/completions any OpenAI-compatible streaming completions endpoint
   --model NAME           "model" field of OpenAI requests (default: the first of GET /v1/models, else "default")
   --extra-body JSON      members added to OpenAI request bodies, e.g. '{"cache_prompt":false}'
+  --header 'NAME: VALUE' sent with every WebSocket upgrade and HTTP request (repeatable), e.g.
+                         'X-Session-Id: c1' to keep a run on one replica behind scripts/replicas.sh's nginx
 load shape:
   --concurrency 1,4,16   closed-loop sweep: requests kept in flight per level (default 1)
   --rate R[,R2..]        open-loop sweep: Poisson arrivals, requests per second

@@ -63,6 +63,9 @@ struct options {
   std::string corpus_path;       // text to cut prompts from; empty = the built-in corpus
   std::string model_name;        // "model" of OpenAI requests; empty = the first of GET /v1/models, else "default"
   std::string extra_body;        // a JSON object whose members are added to OpenAI request bodies
+  // --header "Name: value" (repeatable): sent with every WebSocket upgrade and HTTP request, e.g.
+  // X-Session-Id for a load balancer's session affinity.
+  std::vector<std::pair<std::string, std::string>> headers;
   slo_spec goodput;
   std::string out_path;          // results JSON
   std::string plot_path;         // PNG drawn with gnuplot

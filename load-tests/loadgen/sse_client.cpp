@@ -61,6 +61,7 @@ class sse_request : public std::enable_shared_from_this<sse_request> {
     req_.set(http::field::user_agent, "pagedserve-loadgen");
     req_.set(http::field::content_type, "application/json");
     req_.set(http::field::accept, "text/event-stream");
+    for (const auto& [name, value] : shared_->opts.headers) req_.set(name, value);
     req_.keep_alive(false);
     req_.body() = completion_body(spec, shared_->opts);
     req_.prepare_payload();

@@ -112,7 +112,10 @@ class ws_connection : public std::enable_shared_from_this<ws_connection> {
     beast::get_lowest_layer(ws_).expires_never();
     ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::client));
     ws_.set_option(websocket::stream_base::decorator(
-        [](websocket::request_type& req) { req.set(beast::http::field::user_agent, "pagedserve-loadgen"); }));
+        [shared = shared_](websocket::request_type& req) {  // not self: the stream owns this
+          req.set(beast::http::field::user_agent, "pagedserve-loadgen");
+          for (const auto& [name, value] : shared->opts.headers) req.set(name, value);
+        }));
     ws_.read_message_max(64 << 20);
     ws_.async_handshake(shared_->host_header, shared_->opts.target.path,
                         [self = shared_from_this()](beast::error_code ec) { self->on_handshake(ec); });
