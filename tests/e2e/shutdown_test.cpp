@@ -3,6 +3,8 @@
 // exactly one final message, and the process exits 0; a second signal exits at once.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "e2e/e2e_check.hpp"
 #include "e2e/openai_http_client.hpp"
 #include "e2e/server_process.hpp"
@@ -57,6 +59,17 @@ TEST(shutdown, sigterm_drains_refuses_new_work_then_ends_the_rest_and_exits_0) {
   }
   stream_collector frames;
   ASSERT_TRUE(read_until(client, frames, [&] { return frames.n_frames > 0; }, stream_timeout)) << server.log();
+  // All 32 in the scheduler before the OpenAI stream arrives, so it queues behind 31 x 400 tokens and
+  // cannot finish inside the 1 s grace (the frames are read one by one; under load the stream could
+  // otherwise overtake most of them and complete).
+  const auto submitted_by = std::chrono::steady_clock::now() + stream_timeout;
+  for (;;) {
+    auto h = get_health(server.port());
+    ASSERT_TRUE(h) << h.error();
+    if (h->running + h->waiting >= 32) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), submitted_by) << "the 32 requests never all reached the scheduler";
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   // An OpenAI stream queued behind them, with a /health pipelined behind it on the same connection.
   http_conn http;
   ASSERT_TRUE(http.connect(server.port()));
