@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   }
   for (auto [name, format] : {std::pair{"f32", weight_format::as_stored}, std::pair{"bf16", weight_format::bf16},
                               std::pair{"int8", weight_format::int8}})
-    for (int streams : {1, 16})
+    for (int streams : {1, 16, 64})
       benchmark::RegisterBenchmark(("decode/s110m/" + std::string(name) + "/streams:" + std::to_string(streams)).c_str(),
                                    bench_s110m_decode, format, streams)
           ->UseRealTime()
