@@ -27,7 +27,8 @@ struct scheduler_limits {
   double max_decode_slowdown = 2.0;
   int min_prefill_chunk = 16;         // prefill always progresses by at least this many tokens a step
   // A step's work, in token-equivalents: each token, plus this much for every position it attends
-  // over (attention FLOPs relative to a token's matmul FLOPs: see attention_cost_of(model_config)).
+  // over: the prior (attention FLOPs relative to a token's matmul FLOPs, attention_cost_of(model_config))
+  // until the step cost model has learnt the ratio from the steps it timed.
   double attention_cost = 0;
 };
 
@@ -69,7 +70,7 @@ struct sequence_update {
 
 class scheduler_policy {
  public:
-  explicit scheduler_policy(scheduler_limits limits) : limits_(limits) {}
+  explicit scheduler_policy(scheduler_limits limits) : limits_(limits), cost_(limits.attention_cost) {}
 
   // Queues a sequence; false (and nothing queued) when the waiting queue is full.
   bool add(sequence s);
@@ -97,9 +98,10 @@ class scheduler_policy {
                                                 const std::vector<token_id>& sampled);
 
   // The plan's step took this long to compute (feeds the step cost model).
-  void on_step_timed(const std::vector<step_chunk>& plan, double seconds) { cost_.observe(step_work(plan), seconds); }
+  void on_step_timed(const std::vector<step_chunk>& plan, double seconds);
   // Work (token-equivalents) of a chunk of n_tokens starting at position first, and of a plan.
   double chunk_work(int first, int n_tokens) const;
+  static double attended_positions(int first, int n_tokens);
   double step_work(const std::vector<step_chunk>& plan) const;
   // Prefill work a step whose decodes do decode_work may add under max_decode_slowdown (unbounded
   // when there is no bound, no decode, or no fitted cost model yet).

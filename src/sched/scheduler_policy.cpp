@@ -101,9 +101,22 @@ std::vector<step_chunk> scheduler_policy::plan_step(std::vector<sequence_update>
 }
 
 double scheduler_policy::chunk_work(int first, int n_tokens) const {
+  const double positions = attended_positions(first, n_tokens);
+  return n_tokens + cost_.attention_ratio() * positions;
+}
+
+double scheduler_policy::attended_positions(int first, int n_tokens) {
   // Each token attends over positions 0..p: first+1 .. first+n_tokens of them.
-  const double positions = static_cast<double>(n_tokens) * first + 0.5 * n_tokens * (n_tokens + 1.0);
-  return n_tokens + limits_.attention_cost * positions;
+  return static_cast<double>(n_tokens) * first + 0.5 * n_tokens * (n_tokens + 1.0);
+}
+
+void scheduler_policy::on_step_timed(const std::vector<step_chunk>& plan, double seconds) {
+  double tokens = 0, positions = 0;
+  for (const step_chunk& c : plan) {
+    tokens += c.n_tokens;
+    positions += attended_positions(c.first, c.n_tokens);
+  }
+  cost_.observe(tokens, positions, seconds);
 }
 
 double scheduler_policy::step_work(const std::vector<step_chunk>& plan) const {
@@ -114,7 +127,9 @@ double scheduler_policy::step_work(const std::vector<step_chunk>& plan) const {
 
 double scheduler_policy::prefill_work_allowance(double decode_work, bool has_decodes) const {
   constexpr double unbounded = std::numeric_limits<double>::infinity();
-  if (limits_.max_decode_slowdown <= 0 || !has_decodes || !cost_.fitted()) return unbounded;
+  if (limits_.max_decode_slowdown <= 0 || !has_decodes) return unbounded;
+  // Decodes running but no cost model yet: only the floor chunk, whose varied size also teaches it.
+  if (!cost_.fitted()) return 0;
   // fixed + per_unit * (decodes + prefill) <= slowdown * (fixed + per_unit * decodes)
   return (limits_.max_decode_slowdown - 1) * cost_.predict(decode_work) / cost_.per_unit_seconds();
 }
