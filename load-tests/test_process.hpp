@@ -18,6 +18,10 @@
 #include <thread>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "support/sanitizer_env.hpp"
+
 extern char** environ;
 
 namespace pagedserve::loadgen::test {
@@ -66,11 +70,17 @@ inline std::optional<int> wait_exit(pid_t pid, steady::time_point deadline) {
   }
 }
 
-// SIGTERM, up to 3 s to exit, then SIGKILL.
+// SIGTERM, up to 3 s (times PAGEDSERVE_TEST_TIME_SCALE) to exit, then SIGKILL.
 inline void stop(pid_t pid) {
   if (pid <= 0) return;
   ::kill(pid, SIGTERM);
-  wait_exit(pid, steady::now() + 3s);
+  wait_exit(pid, steady::now() + pagedserve::test::scaled(3s));
+}
+
+// Fails the current test when a child's stderr holds a sanitizer report.
+inline void expect_no_sanitizer_report(const std::string& who, const std::string& err) {
+  if (const auto report = pagedserve::test::sanitizer_report(err); !report.empty())
+    ADD_FAILURE() << who << ": sanitizer report:\n" << report;
 }
 
 // A command run to its end (or killed at its deadline), with what it printed.
@@ -88,13 +98,15 @@ inline run_result run(const std::vector<std::string>& argv, const std::filesyste
     r.err = "cannot start " + argv[0];
     return r;
   }
-  r.exit_code = wait_exit(pid, steady::now() + timeout);
+  r.exit_code = wait_exit(pid, steady::now() + pagedserve::test::scaled(timeout));
   r.out = file_read(out);
   r.err = file_read(err);
+  expect_no_sanitizer_report(name, r.err);
   return r;
 }
 
-// `pagedserve serve` on 127.0.0.1 and a port the kernel picks, read from its start-up log line.
+// `pagedserve serve` on 127.0.0.1 and a port the kernel picks, read from its start-up log line;
+// a sanitizer report in its log fails the test that ran it.
 class server_process {
  public:
   server_process(const std::vector<std::string>& args, const std::filesystem::path& scratch) : log_(scratch / "server.log") {
@@ -104,7 +116,7 @@ class server_process {
       return;
     }
     static const std::regex serving(R"(serving .* on http://127\.0\.0\.1:(\d+))");
-    const auto deadline = steady::now() + 20s;
+    const auto deadline = steady::now() + pagedserve::test::scaled(20s);
     while (steady::now() < deadline) {
       std::smatch m;
       const std::string text = file_read(log_);
@@ -122,7 +134,10 @@ class server_process {
     }
     error_ = "no 'serving ... on http://127.0.0.1:PORT' line within 20 s";
   }
-  ~server_process() { stop(pid_); }
+  ~server_process() {
+    stop(pid_);
+    expect_no_sanitizer_report("pagedserve serve", file_read(log_));
+  }
   server_process(const server_process&) = delete;
   server_process& operator=(const server_process&) = delete;
 

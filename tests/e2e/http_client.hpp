@@ -1,7 +1,8 @@
 #pragma once
 // A tiny HTTP/1.1 GET over Beast for end-to-end tests, bounded by a deadline (tcp_stream's
 // expiry: Asio's blocking calls ignore socket timeouts, so the exchange runs asynchronously on a
-// private io_context), and /health read into a struct with simdjson.
+// private io_context), and /health read into a struct with simdjson. Deadlines here and in the other
+// e2e clients stretch by PAGEDSERVE_TEST_TIME_SCALE (support/sanitizer_env.hpp).
 #include <simdjson.h>
 
 #include <boost/asio/connect.hpp>
@@ -14,6 +15,8 @@
 #include <expected>
 #include <string>
 #include <thread>
+
+#include "support/sanitizer_env.hpp"
 
 namespace pagedserve::e2e {
 
@@ -40,7 +43,7 @@ inline std::expected<http_response, std::string> http_get(unsigned short port, c
   http::response<http::string_body> res;
   beast::error_code result = asio::error::would_block;
   const tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), port);
-  stream.expires_after(timeout);  // one deadline for connect, write and read together
+  stream.expires_after(test::scaled(timeout));  // one deadline for connect, write and read together
   stream.async_connect(endpoint, [&](beast::error_code ec) {
     if (ec) {
       result = ec;
@@ -103,7 +106,7 @@ inline std::expected<health_status, std::string> get_health(unsigned short port)
 // Polls /health until the engine holds nothing (no running or waiting sequence, every KV block
 // free) or the timeout passes; returns the last status seen, or the last error.
 inline std::expected<health_status, std::string> wait_for_idle(unsigned short port, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto deadline = std::chrono::steady_clock::now() + test::scaled(timeout);
   for (;;) {
     auto h = get_health(port);
     if ((h && h->idle()) || std::chrono::steady_clock::now() >= deadline) return h;

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "support/sanitizer_env.hpp"
+
 namespace pagedserve::e2e {
 
 struct raw_response {
@@ -121,7 +123,48 @@ class http_conn {
 
   // Status line and headers of the next response.
   std::expected<raw_response, std::string> read_head(std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    return read_head_by(std::chrono::steady_clock::now() + test::scaled(timeout));
+  }
+
+  // The data of the next HTTP chunk of a chunked body; empty at the last chunk.
+  std::expected<std::string, std::string> read_chunk(std::chrono::milliseconds timeout) {
+    return read_chunk_by(std::chrono::steady_clock::now() + test::scaled(timeout));
+  }
+
+  // A whole response: head, then the body by Content-Length or chunks.
+  std::expected<raw_response, std::string> read_response(std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+    const auto deadline = std::chrono::steady_clock::now() + test::scaled(timeout);
+    auto r = read_head_by(deadline);
+    if (!r) return r;
+    if (r->header("transfer-encoding") == "chunked") {
+      for (;;) {
+        auto chunk = read_chunk_by(deadline);
+        if (!chunk) return std::unexpected(chunk.error());
+        if (chunk->empty()) break;
+        r->body += *chunk;
+      }
+    } else if (const std::string length = r->header("content-length"); !length.empty()) {
+      const std::size_t n = std::stoul(length);
+      while (buf_.size() < n)
+        if (auto err = fill(deadline); !err.empty()) return std::unexpected("reading the body: " + err);
+      r->body = buf_.substr(0, n);
+      buf_.erase(0, n);
+    }
+    return r;
+  }
+
+  // True when the server closed the connection (EOF) within the timeout.
+  bool closed_by_server(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + test::scaled(timeout);
+    for (;;) {
+      const std::string err = fill(deadline);
+      if (err == "closed" || err.starts_with("recv")) return true;
+      if (!err.empty()) return false;
+    }
+  }
+
+ private:
+  std::expected<raw_response, std::string> read_head_by(std::chrono::steady_clock::time_point deadline) {
     std::size_t end;
     while ((end = buf_.find("\r\n\r\n")) == std::string::npos)
       if (auto err = fill(deadline); !err.empty()) return std::unexpected("reading the head: " + err);
@@ -147,9 +190,7 @@ class http_conn {
     return r;
   }
 
-  // The data of the next HTTP chunk of a chunked body; empty at the last chunk.
-  std::expected<std::string, std::string> read_chunk(std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::expected<std::string, std::string> read_chunk_by(std::chrono::steady_clock::time_point deadline) {
     std::size_t eol;
     while ((eol = buf_.find("\r\n")) == std::string::npos)
       if (auto err = fill(deadline); !err.empty()) return std::unexpected("reading a chunk size: " + err);
@@ -161,40 +202,6 @@ class http_conn {
     return data;
   }
 
-  // A whole response: head, then the body by Content-Length or chunks.
-  std::expected<raw_response, std::string> read_response(std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    auto r = read_head(timeout);
-    if (!r) return r;
-    if (r->header("transfer-encoding") == "chunked") {
-      for (;;) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        auto chunk = read_chunk(left);
-        if (!chunk) return std::unexpected(chunk.error());
-        if (chunk->empty()) break;
-        r->body += *chunk;
-      }
-    } else if (const std::string length = r->header("content-length"); !length.empty()) {
-      const std::size_t n = std::stoul(length);
-      while (buf_.size() < n)
-        if (auto err = fill(deadline); !err.empty()) return std::unexpected("reading the body: " + err);
-      r->body = buf_.substr(0, n);
-      buf_.erase(0, n);
-    }
-    return r;
-  }
-
-  // True when the server closed the connection (EOF) within the timeout.
-  bool closed_by_server(std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-      const std::string err = fill(deadline);
-      if (err == "closed" || err.starts_with("recv")) return true;
-      if (!err.empty()) return false;
-    }
-  }
-
- private:
   // Reads more into buf_; an error text ("closed", "timeout", ...) or empty.
   std::string fill(std::chrono::steady_clock::time_point deadline) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());

@@ -22,7 +22,10 @@
 #include <thread>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "e2e/http_client.hpp"
+#include "support/sanitizer_env.hpp"
 #include "support/test_paths.hpp"
 
 extern char** environ;
@@ -103,8 +106,9 @@ inline void fill_status(process_result& r, int status) {
 }  // namespace detail
 
 // Runs argv to completion (killed at the deadline), capturing stdout and stderr.
+// Its deadline is stretched by PAGEDSERVE_TEST_TIME_SCALE; a sanitizer report on its stderr fails the test.
 inline process_result run_process(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
-  const auto deadline = steady::now() + timeout;
+  const auto deadline = steady::now() + test::scaled(timeout);
   const detail::pipe_fds out = detail::make_pipe(), err = detail::make_pipe();
   const pid_t pid = detail::spawn(argv, out.write, err.write);
   ::close(out.write);
@@ -136,6 +140,8 @@ inline process_result run_process(const std::vector<std::string>& argv, std::chr
   for (auto& f : fds)
     if (f.fd >= 0) ::close(f.fd);
   detail::fill_status(r, detail::reap(pid, deadline, r.timed_out));
+  if (const auto report = test::sanitizer_report(r.err); !report.empty())
+    ADD_FAILURE() << argv[0] << " " << (argv.size() > 1 ? argv[1] : "") << ": sanitizer report:\n" << report;
   return r;
 }
 
@@ -152,7 +158,8 @@ inline process_result cli_generate(const std::string& prompt, int max_tokens) {
 
 // A `pagedserve serve` child on 127.0.0.1 and a port the kernel picks (--port 0; the port is
 // read from the "serving ... on http://127.0.0.1:PORT" log line). Its stderr is drained by a
-// thread all along, so the server can never block on a full pipe.
+// thread all along, so the server can never block on a full pipe. Every deadline here is stretched by
+// PAGEDSERVE_TEST_TIME_SCALE, and a sanitizer report in its stderr fails the test that ran it.
 class server_process {
  public:
   // extra_args are appended to the command line (later flags win over earlier ones). The replica is
@@ -173,7 +180,7 @@ class server_process {
                                      "--replica-name",  // the label tests expect on /metrics series
                                      "e2e"};
     argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-    const auto deadline = steady::now() + startup;
+    const auto deadline = steady::now() + test::scaled(startup);
     try {
       const detail::pipe_fds err = detail::make_pipe();
       pid_ = detail::spawn(argv, -1, err.write);
@@ -204,7 +211,7 @@ class server_process {
   // Waits until the server's stderr contains text (true), or the timeout passes or it exits (false).
   bool wait_for_log(const std::string& text, std::chrono::milliseconds timeout) {
     std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, timeout, [&] { return log_.find(text) != std::string::npos || eof_; }) &&
+    return cv_.wait_for(lock, test::scaled(timeout), [&] { return log_.find(text) != std::string::npos || eof_; }) &&
            log_.find(text) != std::string::npos;
   }
 
@@ -224,13 +231,15 @@ class server_process {
   // Idempotent: later calls return the first result.
   process_result wait_exit(std::chrono::milliseconds timeout) {
     if (pid_ > 0) {
-      detail::fill_status(stopped_, detail::reap(pid_, steady::now() + timeout, stopped_.timed_out));
+      detail::fill_status(stopped_, detail::reap(pid_, steady::now() + test::scaled(timeout), stopped_.timed_out));
       pid_ = -1;
+      if (drain_.joinable()) drain_.join();
+      if (err_fd_ >= 0) ::close(err_fd_);
+      err_fd_ = -1;
+      stopped_.err = log();
+      if (const auto report = test::sanitizer_report(stopped_.err); !report.empty())
+        ADD_FAILURE() << "pagedserve serve: sanitizer report:\n" << report;
     }
-    if (drain_.joinable()) drain_.join();
-    if (err_fd_ >= 0) ::close(err_fd_);
-    err_fd_ = -1;
-    stopped_.err = log();
     return stopped_;
   }
 

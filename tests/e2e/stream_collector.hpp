@@ -88,7 +88,7 @@ struct ws_stream {
 // finished(). A closed socket ends the wait early (its reason goes to that stream's problems).
 inline bool read_until(const std::vector<ws_stream>& streams, const std::function<bool()>& finished,
                        std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto deadline = std::chrono::steady_clock::now() + test::scaled(timeout);
   const auto slice = streams.size() > 1 ? std::chrono::milliseconds(10) : std::chrono::milliseconds(50);
   while (!finished()) {
     if (std::chrono::steady_clock::now() >= deadline) return false;

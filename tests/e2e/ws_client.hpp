@@ -44,6 +44,7 @@ class ws_client {
         for (const auto& [name, value] : headers) req.set(name, value);
       }));
     auto& tcp_layer = beast::get_lowest_layer(ws_);
+    timeout = test::scaled(timeout);
     tcp_layer.expires_after(timeout);
     std::optional<beast::error_code> result;
     tcp_layer.async_connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), [&](beast::error_code ec) {
@@ -90,7 +91,7 @@ class ws_client {
   void close(std::chrono::milliseconds timeout = std::chrono::seconds(2)) {
     std::optional<beast::error_code> result;
     ws_.async_close(websocket::close_code::normal, [&](beast::error_code ec) { result = ec; });
-    run_until([&] { return result.has_value(); }, steady_deadline(timeout));
+    run_until([&] { return result.has_value(); }, steady_deadline(test::scaled(timeout)));
   }
 
   // Before connect: a small kernel receive buffer, so a client that stops reading fills it (and
