@@ -124,7 +124,7 @@ TEST(LoadgenRealServer, ShortSoakEndsAtRest) {
   const auto r = run({LOADGEN_BINARY, "--target", "ws://127.0.0.1:" + std::to_string(server.port()) + "/v1/ws",
                       "--soak-minutes", "0.05", "--concurrency", "8", "--max-tokens", "uniform:8:96", "--ignore-eos",
                       "--prompt-tokens", "uniform:4:120", "--tokenizer", tok.string(), "--cancel-fraction", "0.2",
-                      "--disconnect-fraction", "0.15", "--seed", "3", "--out", json.string()},
+                      "--disconnect-fraction", "0.15", "--seed", "3", "--soak-interval-s", "1", "--out", json.string()},
                      dir, "loadgen", std::chrono::seconds(120));
   ASSERT_EQ(r.exit_code, 0) << describe(r) << server.error();
   simdjson::dom::parser parser;
@@ -136,6 +136,25 @@ TEST(LoadgenRealServer, ShortSoakEndsAtRest) {
   simdjson::dom::array checks;
   ASSERT_FALSE(doc["checks"].get(checks));
   EXPECT_GE(checks.size(), 4u) << "every check (answers, idle, KV blocks, RSS) must have run";
+  // The report over time: 1 s intervals whose counts add up to the whole run's, each with /health.
+  simdjson::dom::array intervals, levels;
+  ASSERT_FALSE(doc["intervals"].get(intervals));
+  ASSERT_FALSE(doc["levels"].get(levels));
+  EXPECT_GE(intervals.size(), 3u);
+  auto count = [](simdjson::dom::object o, const char* key) {  // cancelled, disconnected: absent when 0
+    std::int64_t v = 0;
+    return o[key].get(v) ? 0 : v;
+  };
+  std::int64_t ended = 0;
+  for (simdjson::dom::object in : intervals) {
+    ended += count(in, "completed") + count(in, "failed") + count(in, "cancelled") + count(in, "disconnected");
+    double rss = 0;
+    EXPECT_FALSE(in["health"]["rss_bytes"].get(rss)) << "no /health sample in an interval";
+  }
+  simdjson::dom::object whole;
+  ASSERT_FALSE(levels.at(0).get(whole));
+  EXPECT_EQ(ended, get_int(whole, "num_requests"));
+  EXPECT_NE(r.out.find("p99 E2EL ms"), std::string::npos) << "no report over time on stdout:\n" << r.out;
 }
 
 TEST(LoadgenFakeSse, OpenAiStreamCountsAddUp) {

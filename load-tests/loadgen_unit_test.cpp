@@ -165,6 +165,52 @@ TEST(LoadgenMetrics, LevelSummaryFollowsVllmDefinitions) {
   EXPECT_EQ(s.max_concurrency_seen, 2);
 }
 
+TEST(LoadgenMetrics, IntervalsCountEachRequestWhereItEnded) {
+  using namespace std::chrono;
+  level_result level;
+  const auto t0 = clock_type::now();
+  level.start = t0;
+  auto completed = [&](milliseconds sent, milliseconds e2el) {
+    request_record r;
+    r.outcome = request_outcome::completed;
+    r.sent = t0 + sent;
+    r.content_chunk(r.sent + e2el / 2);
+    r.content_chunk(r.sent + e2el);
+    r.ended = r.sent + e2el;
+    r.output_tokens = 2;
+    return r;
+  };
+  // Interval [0, 1 s): two fast requests; [1 s, 2 s): one slow one and an error; [2 s, 2.5 s): one
+  // request that never ended, counted in the last interval.
+  level.records = {completed(0ms, 100ms), completed(100ms, 300ms), completed(200ms, 1000ms)};
+  request_record error;
+  error.outcome = request_outcome::failed;
+  error.error_kind = "timeout";
+  error.sent = t0 + 1100ms;
+  error.ended = t0 + 1500ms;
+  request_record pending;
+  pending.sent = t0 + 2000ms;
+  level.records.push_back(error);
+  level.records.push_back(pending);
+  level.end = t0 + 2500ms;
+  const auto parts = level_intervals(level, seconds(1), slo_spec{});
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_DOUBLE_EQ(parts[0].start_s, 0);
+  EXPECT_DOUBLE_EQ(parts[1].end_s, 2);
+  EXPECT_NEAR(parts[2].end_s, 2.5, 1e-9);
+  EXPECT_EQ(parts[0].summary.completed, 2);
+  EXPECT_NEAR(parts[0].summary.e2el.p99, 298, 0.01);  // 100 and 300 ms
+  EXPECT_DOUBLE_EQ(parts[0].summary.output_throughput, 4);  // 4 tokens in 1 s
+  EXPECT_EQ(parts[1].summary.completed, 1);
+  EXPECT_EQ(parts[1].summary.failed, 1);
+  EXPECT_EQ(parts[1].summary.errors.at("timeout"), 1);
+  EXPECT_NEAR(parts[1].summary.e2el.p99, 1000, 0.01);
+  EXPECT_EQ(parts[2].summary.completed, 0);
+  EXPECT_EQ(parts[2].summary.failed, 1);
+  EXPECT_NEAR(parts[2].summary.duration_s, 0.5, 1e-9);
+  EXPECT_TRUE(level_intervals(level, seconds(0), slo_spec{}).empty());
+}
+
 TEST(LoadgenWorkload, PromptsHaveExactTokenCountsAndDiffer) {
   const std::filesystem::path tok_path = std::filesystem::path(PAGEDSERVE_SHARED_DIR) / "models" / "tok512.bin";
   if (!std::filesystem::exists(tok_path)) GTEST_SKIP() << "../shared/models/tok512.bin is absent: skipping";

@@ -7,7 +7,8 @@
 #   SERVER_ARGS='--max-outbound-bytes 4194304' load-tests/stalled_reader.sh   # the default limit
 #   STALLED_REQUESTS=16 load-tests/stalled_reader.sh   # enough output to pass the limit (client_too_slow)
 #   STALLED_READS=1 load-tests/stalled_reader.sh       # control: the same client, reading all it gets
-# Prints each round's throughputs and the median ratio; results in load-tests/results/stalled-reader-*.json.
+# Prints each round's throughputs with the server's peak RSS (sampled every 0.2 s), the median ratio,
+# and RSS at the start and end; results in load-tests/results/stalled-reader-*.json.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 shared="${SHARED:-$root/../shared}"
@@ -35,11 +36,18 @@ for _ in $(seq 1 300); do
 done
 [ -n "$port" ] || { echo "server did not start" >&2; exit 1; }
 
-streams() {  # 16 concurrent streams, 256 requests of 200 tokens; prints output tokens/s
-  "$loadgen" --target "ws://127.0.0.1:$port/v1/ws" --concurrency 16 --num-requests 256 --prompt-tokens 16 \
+rss_mib() { awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$server/status"; }
+streams() {  # 16 concurrent streams, REQUESTS (256) requests of 200 tokens; prints output tokens/s and the server's peak RSS (MiB)
+  local sampler
+  (while sleep 0.2; do rss_mib; echo; done > "$results/stalled-reader-$2.rss") &
+  sampler=$!
+  "$loadgen" --target "ws://127.0.0.1:$port/v1/ws" --concurrency 16 --num-requests "${REQUESTS:-256}" --prompt-tokens 16 \
     --max-tokens 200 --ignore-eos --tokenizer "$tokenizer" --seed "$1" --label "$2" \
     --out "$results/stalled-reader-$2.json" >/dev/null
-  grep -o '"output_throughput": *[0-9.]*' "$results/stalled-reader-$2.json" | head -1 | sed 's/.*: *//'
+  kill $sampler 2>/dev/null || true
+  wait $sampler 2>/dev/null || true
+  echo "$(grep -o '"output_throughput": *[0-9.]*' "$results/stalled-reader-$2.json" | head -1 | sed 's/.*: *//')" \
+    "$(sort -n "$results/stalled-reader-$2.rss" | tail -1)"
 }
 
 # A WebSocket client that sends its generations and then sleeps without reading a byte.
@@ -68,19 +76,22 @@ time.sleep(3600)
 PY
 }
 
+echo "server RSS at the start $(rss_mib) MiB; host load average $(cut -d' ' -f1-3 /proc/loadavg)"
 ratios=()
 for r in $(seq 1 "$rounds"); do
-  alone="$(streams "$r" "alone-$r")"
+  read -r alone alone_rss <<< "$(streams "$r" "alone-$r")"
   stall &
   stalled=$!
   sleep 0.2  # its request is in the engine and its socket is filling
-  beside="$(streams "$r" "beside-$r")"
+  read -r beside beside_rss <<< "$(streams "$r" "beside-$r")"
   kill $stalled 2>/dev/null || true
   wait $stalled 2>/dev/null || true
   stalled=""
   ratio="$(awk -v a="$alone" -v b="$beside" 'BEGIN { printf "%.3f", b / a }')"
   ratios+=("$ratio")
-  echo "round $r: 16 streams alone ${alone} tok/s, beside a stalled reader ${beside} tok/s, ratio ${ratio}"
+  echo "round $r: 16 streams alone ${alone} tok/s (server peak RSS ${alone_rss} MiB)," \
+       "beside a stalled reader ${beside} tok/s (peak RSS ${beside_rss} MiB), ratio ${ratio}"
 done
+echo "server RSS at the end $(rss_mib) MiB; host load average $(cut -d' ' -f1-3 /proc/loadavg)"
 median="$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')"
 echo "median ratio ${median} (goal >= 0.90); client_too_slow endings: $(grep -c 'client not reading' "$log" || true)"

@@ -105,6 +105,33 @@ level_summary level_summarize(const level_result& level, const slo_spec& slo) {
   return s;
 }
 
+std::vector<level_interval> level_intervals(const level_result& level, clock_type::duration width, const slo_spec& slo) {
+  std::vector<level_interval> out;
+  if (width <= clock_type::duration::zero()) return out;
+  clock_type::time_point end = level.end;
+  for (const auto& rec : level.records) end = std::max(end, rec.ended);
+  const auto n = std::max<std::int64_t>(1, (end - level.start + width - clock_type::duration(1)) / width);
+  std::vector<level_result> parts(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) {
+    auto& part = parts[static_cast<std::size_t>(i)];
+    part.concurrency = level.concurrency;
+    part.rate = level.rate;
+    part.start = level.start + i * width;
+    part.end = std::min(end, part.start + width);
+    part.duration_s = std::chrono::duration<double>(part.end - part.start).count();
+  }
+  for (const auto& rec : level.records) {
+    const bool ended = rec.ended != clock_type::time_point{};
+    const auto i = ended ? std::clamp<std::int64_t>((rec.ended - level.start) / width, 0, n - 1) : n - 1;
+    parts[static_cast<std::size_t>(i)].records.push_back(rec);
+  }
+  for (const auto& part : parts) {
+    out.push_back({std::chrono::duration<double>(part.start - level.start).count(),
+                   std::chrono::duration<double>(part.end - level.start).count(), level_summarize(part, slo)});
+  }
+  return out;
+}
+
 std::vector<std::pair<std::string, double>> level_summary_fields(const level_summary& s) {
   std::vector<std::pair<std::string, double>> f = {
       {"concurrency", s.concurrency},

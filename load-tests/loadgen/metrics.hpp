@@ -55,6 +55,16 @@ struct level_summary {
 
 level_summary level_summarize(const level_result& level, const slo_spec& slo);
 
+// A long level (the soak) cut into consecutive intervals of `width` from level.start, each request
+// counted in the interval it ended in (one still pending: the last), and each interval summarised
+// as a level of its own, its duration the interval's (the last may be shorter): latency
+// percentiles, errors and throughput over time.
+struct level_interval {
+  double start_s = 0, end_s = 0;  // from level.start
+  level_summary summary;
+};
+std::vector<level_interval> level_intervals(const level_result& level, clock_type::duration width, const slo_spec& slo);
+
 // Flat name -> value view of a summary's numbers, with vllm bench serve's names
 // (mean_ttft_ms, p99_itl_ms, output_throughput, ...): what JSON, tables, plots and --compare use.
 std::vector<std::pair<std::string, double>> level_summary_fields(const level_summary& s);

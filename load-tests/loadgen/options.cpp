@@ -247,6 +247,7 @@ const std::map<std::string, setter, std::less<>>& value_flags() {
       {"--rss-bound-mb", number(&options::rss_bound_mb, 0, 1e6)},
       {"--cancel-fraction", number(&options::cancel_fraction, 0, 1)},
       {"--disconnect-fraction", number(&options::disconnect_fraction, 0, 1)},
+      {"--soak-interval-s", number(&options::soak_interval_s, 0.5, 3600)},
       {"--timeout-s", number(&options::timeout_s, 0.1, 86400)},
       {"--level-timeout-s", number(&options::level_timeout_s, 1, 7 * 86400)},
       {"--tokenizer", text(&options::tokenizer_path)},
@@ -371,6 +372,8 @@ soak mode:
                          free, resident memory grown by at most --rss-bound-mb (default 256)
   --cancel-fraction F    share of soak requests cancelled at a random moment (default 0.1)
   --disconnect-fraction F  share whose socket is dropped at a random moment (default 0.05)
+  --soak-interval-s S    report requests ended, errors, p99 latencies and GET /health (RSS, KV blocks
+                         free) every S seconds of the soak (default 60)
 bounds:
   --timeout-s S          one request, send to end (default 300)
   --level-timeout-s S    one level, wall clock (default 1800); what is still running then fails as timeout

@@ -75,6 +75,7 @@ struct options {
   double rss_bound_mb = 256;     // soak: allowed growth of the server's resident memory
   double cancel_fraction = 0.1;  // soak: requests cancelled at a random moment
   double disconnect_fraction = 0.05;  // soak: requests whose socket is dropped at a random moment
+  double soak_interval_s = 60;   // soak: width of the over-time report (latency, errors, /health)
   double timeout_s = 300;        // one request, from send to its end
   double level_timeout_s = 1800; // one sweep level (or the soak's drain), wall clock
   bool save_itl = false;         // keep every request's inter-token gaps in the JSON

@@ -97,6 +97,25 @@ std::vector<soak_check> soak_checks(const options& o, const level_summary& s, co
   return checks;
 }
 
+// The soak over time: one row per interval, requests counted where they ended, /health at its end.
+template <class HealthOf>
+void intervals_print(const std::vector<level_interval>& intervals, HealthOf health_of) {
+  std::printf("%9s %9s %6s %9s %7s %12s %12s %12s %10s %8s %8s %8s %8s  %s\n", "from s", "completed", "failed",
+              "cancelled", "dropped", "p99 TTFT ms", "p99 ITL ms", "p99 E2EL ms", "out tok/s", "RSS MiB", "KV free",
+              "running", "waiting", "errors");
+  for (std::size_t i = 0; i < intervals.size(); ++i) {
+    const auto& s = intervals[i].summary;
+    std::string errors;
+    for (const auto& [kind, n] : s.errors) errors += (errors.empty() ? "" : ", ") + std::to_string(n) + " " + kind;
+    const health_status* h = health_of(i);
+    auto num = [&](const char* key, double scale) { return h ? h->number(key).value_or(-1) / scale : -1.0; };
+    std::printf("%9.0f %9d %6d %9d %7d %12.1f %12.1f %12.1f %10.1f %8.1f %8.0f %8.0f %8.0f  %s\n",
+                intervals[i].start_s, s.completed, s.failed, s.cancelled, s.disconnected, s.ttft.p99, s.itl.p99,
+                s.e2el.p99, s.output_throughput, num("rss_bytes", 1048576.0), num("kv_blocks_free", 1),
+                num("running", 1), num("waiting", 1), errors.c_str());
+  }
+}
+
 }  // namespace
 
 int soak_run(const options& o, const prompt_builder& prompts) {
@@ -138,6 +157,9 @@ int soak_run(const options& o, const prompt_builder& prompts) {
   });
   for (int i = 0; i < concurrency; ++i) launch_next();
   std::optional<double> rss_baseline;
+  // GET /health at the end of every report interval while the load runs: sample k at (k + 1) widths.
+  const auto interval = std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(o.soak_interval_s));
+  std::vector<std::optional<health_status>> samples;
   const auto drain_deadline = stop_at + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(
                                             std::min(o.timeout_s, o.level_timeout_s) + 5));
   std::printf("soak: %.3g min at concurrency %d, %.0f%% cancelled, %.0f%% disconnected\n", o.soak_minutes, concurrency,
@@ -147,6 +169,10 @@ int soak_run(const options& o, const prompt_builder& prompts) {
     if (!rss_baseline && clock_type::now() >= level.start + warm_up) {
       if (auto h = health_get(o.target, 2s)) rss_baseline = h->number("rss_bytes");
       else rss_baseline = std::nullopt;
+    }
+    if (clock_type::now() >= level.start + static_cast<long>(samples.size() + 1) * interval) {
+      auto h = health_get(o.target, 2s);
+      samples.push_back(h ? std::optional<health_status>(std::move(*h)) : std::nullopt);
     }
     if (r.in_flight() == 0 && clock_type::now() < stop_at) launch_next();  // all dropped at once: start again
     if (clock_type::now() > drain_deadline) {
@@ -170,6 +196,18 @@ int soak_run(const options& o, const prompt_builder& prompts) {
   const auto checks = soak_checks(o, s, *after, rss_baseline);
   table_header(stdout, "concurrency");
   table_row(stdout, s);
+  const auto intervals = level_intervals(level, interval, o.goodput);
+  // Interval i's state: the sample taken at its end, or (the drain's tail) the state at rest.
+  auto health_of = [&](std::size_t i) -> const health_status* {
+    if (i < samples.size()) return samples[i] ? &*samples[i] : nullptr;
+    return &*after;
+  };
+  intervals_print(intervals, health_of);
+  const auto mib = [](std::optional<double> b) { return b ? *b / 1048576.0 : -1.0; };
+  std::printf("rss: %.1f MiB at the start, %.1f MiB after warm-up, %.1f MiB at the end; KV blocks free at the end: "
+              "%.0f of %.0f\n",
+              mib(before->number("rss_bytes")), mib(rss_baseline), mib(after->number("rss_bytes")),
+              after->number("kv_blocks_free").value_or(-1), after->number("kv_blocks_total").value_or(-1));
   bool passed = plan_error.empty();
   for (const auto& c : checks) {
     std::printf("%s %s: %s\n", c.ok ? "PASS" : "FAIL", c.name.c_str(), c.detail.c_str());
@@ -187,6 +225,20 @@ int soak_run(const options& o, const prompt_builder& prompts) {
     before->numbers.empty() ? w.value(before->body) : w.raw(before->body);
     w.key("health_after");
     after->numbers.empty() ? w.value(after->body) : w.raw(after->body);
+    w.key("intervals").begin_array();
+    for (std::size_t i = 0; i < intervals.size(); ++i) {
+      const auto& in = intervals[i];
+      w.begin_object().field("start_s", in.start_s).field("end_s", in.end_s);
+      for (const auto& [name, value] : level_summary_fields(in.summary)) w.field(name, value);
+      w.key("errors").begin_object();
+      for (const auto& [kind, n] : in.summary.errors) w.field(kind, n);
+      w.end_object().key("health");
+      const health_status* h = health_of(i);
+      if (!h) w.value(std::string("unavailable"));
+      else h->numbers.empty() ? w.value(h->body) : w.raw(h->body);
+      w.end_object();
+    }
+    w.end_array();
     w.key("levels").begin_array().begin_object();
     for (const auto& [name, value] : level_summary_fields(s)) w.field(name, value);
     w.key("errors").begin_object();
