@@ -62,6 +62,7 @@ struct submit_request {  // from a RequestActor
   std::vector<token_id> stop_ids;
   std::shared_ptr<mailbox_ref<request_mailbox>> reply_to;
   std::chrono::steady_clock::time_point arrived;  // when the client's request was accepted
+  std::uint64_t client = 0;  // its connection (sequence::client: admission takes turns across clients)
 };
 struct finish_request {  // from a RequestActor: the client cancelled, a stop string matched, or it timed out
   request_id id;

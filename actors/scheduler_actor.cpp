@@ -21,6 +21,7 @@ void scheduler_actor::on(submit_request m) {
   s.params = std::move(m.params);
   s.stop_ids = std::move(m.stop_ids);
   s.cache_salt = m.cache_salt;
+  s.client = m.client;
   if (m.group && m.group->size > 1) {
     auto [g, first] = groups_.try_emplace(m.group->key, open_group{m.id, m.group->size});
     if (!first) s.fork_of = g->second.first;

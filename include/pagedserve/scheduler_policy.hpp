@@ -42,6 +42,9 @@ struct sequence {
   std::shared_ptr<const sampling_params> params;
   std::vector<token_id> stop_ids;  // sampling one of these ends the sequence (unless ignore_eos)
   std::uint64_t cache_salt = 0;    // prefix-cache isolation key
+  // The client connection it came from (0: none given). Admission takes turns across clients: one
+  // that queues many requests cannot take every free slot ahead of the others.
+  std::uint64_t client = 0;
   // Another sample of the same prompt (n > 1): this one waits until that one has computed the prompt,
   // then shares its blocks instead of computing it again.
   std::optional<request_id> fork_of;
@@ -78,7 +81,8 @@ class scheduler_policy {
   void request_finish(request_id id, finish_reason reason);
 
   // Applies pending finishes (returned as updates; their blocks must be freed), then plans the next
-  // step: running decodes, running prefill chunks, then admissions from the waiting queue (a sample
+  // step: running decodes, running prefill chunks, then admissions from the waiting queue, each time
+  // the first in queue order of those whose client has the fewest sequences running (a sample
   // waiting for its fork_of to compute the prompt is passed over; one whose fork_of has is admitted
   // as a fork: a one-token chunk recomputing the prompt's last token).
   std::vector<step_chunk> plan_step(std::vector<sequence_update>& finished_now);
@@ -118,6 +122,13 @@ class scheduler_policy {
   void preempt(request_id id);
   // How waiting sequence s may be admitted now: nullopt = hold it back; else the fork source, if any.
   std::optional<std::optional<request_id>> admission_of(const sequence& s) const;
+  // The waiting sequence to admit next: the first in queue order whose client has the fewest
+  // sequences running (n_running_of), with its fork source; nullopt when none may be admitted.
+  struct next_admission {
+    std::size_t index;
+    std::optional<request_id> fork_from;
+  };
+  std::optional<next_admission> pick_admission(const std::unordered_map<std::uint64_t, int>& n_running_of) const;
 
   scheduler_limits limits_;
   std::deque<sequence> waiting_;           // FIFO; preempted sequences go back to the front

@@ -78,14 +78,13 @@ std::vector<step_chunk> scheduler_policy::plan_step(std::vector<sequence_update>
     const int n = prefill_tokens(s.n_computed, remaining);
     if (n > 0) plan.push_back({s.id, s.n_computed, n, n == remaining, false, std::nullopt});
   }
-  for (std::size_t w = 0;
-       w < waiting_.size() && can_prefill() && static_cast<int>(running_.size()) < limits_.max_num_seqs;) {
-    const auto admission = admission_of(waiting_[w]);
-    if (!admission) {
-      ++w;
-      continue;
-    }
-    const int first = *admission ? waiting_[w].n_prompt - 1 : waiting_[w].n_computed;
+  std::unordered_map<std::uint64_t, int> n_running_of;  // client -> its sequences running
+  for (const sequence& s : running_) ++n_running_of[s.client];
+  while (can_prefill() && static_cast<int>(running_.size()) < limits_.max_num_seqs) {
+    const auto next = pick_admission(n_running_of);
+    if (!next) break;
+    const std::size_t w = next->index;
+    const int first = next->fork_from ? waiting_[w].n_prompt - 1 : waiting_[w].n_computed;
     const int remaining = static_cast<int>(waiting_[w].tokens.size()) - first;
     const int n = prefill_tokens(first, remaining);
     if (n == 0) break;  // the step is full
@@ -94,10 +93,27 @@ std::vector<step_chunk> scheduler_policy::plan_step(std::vector<sequence_update>
     s.arrival = next_arrival_++;
     s.n_computed = first;
     s.fork_of.reset();  // admitted once; after a preemption it is recomputed like any sequence
-    plan.push_back({s.id, first, n, n == remaining, true, *admission});
+    ++n_running_of[s.client];
+    plan.push_back({s.id, first, n, n == remaining, true, next->fork_from});
     running_.push_back(std::move(s));
   }
   return plan;
+}
+
+std::optional<scheduler_policy::next_admission> scheduler_policy::pick_admission(
+    const std::unordered_map<std::uint64_t, int>& n_running_of) const {
+  std::optional<next_admission> pick;
+  int fewest = std::numeric_limits<int>::max();
+  for (std::size_t w = 0; w < waiting_.size() && fewest > 0; ++w) {
+    const auto it = n_running_of.find(waiting_[w].client);
+    const int n = it == n_running_of.end() ? 0 : it->second;
+    if (n >= fewest) continue;  // an earlier one's client runs no more than this one's
+    const auto admission = admission_of(waiting_[w]);
+    if (!admission) continue;
+    pick = next_admission{w, *admission};
+    fewest = n;
+  }
+  return pick;
 }
 
 double scheduler_policy::chunk_work(int first, int n_tokens) const {

@@ -178,5 +178,46 @@ TEST(scheduler_policy, a_full_waiting_queue_refuses_new_sequences) {
   EXPECT_EQ(p.n_waiting(), 2);
 }
 
+TEST(scheduler_policy, admission_takes_turns_across_clients) {
+  // Client 7 queued six requests before client 9 queued two; four slots. FIFO would give all four to
+  // client 7; taking turns gives each client two, each client's own in queue order.
+  scheduler_policy p({4, 512, 512});
+  auto of = [](std::uint64_t id, std::uint64_t client) {
+    sequence s = make_seq(id, 3, 5);
+    s.client = client;
+    return s;
+  };
+  for (std::uint64_t id = 1; id <= 6; ++id) p.add(of(id, 7));
+  p.add(of(11, 9));
+  p.add(of(12, 9));
+  const auto s1 = plan(p);
+  ASSERT_EQ(s1.size(), 4u);
+  EXPECT_EQ(s1[0].id, request_id{1});
+  EXPECT_EQ(s1[1].id, request_id{11});
+  EXPECT_EQ(s1[2].id, request_id{2});
+  EXPECT_EQ(s1[3].id, request_id{12});
+  EXPECT_EQ(p.n_waiting(), 4);
+
+  // A freed slot goes to the client with fewer running, even behind the other's queue: client 9's
+  // first request ends, and client 3's newcomer gets the slot before client 7's queued requests.
+  p.on_step_executed(s1, one_sample_per_sampling_chunk(s1));
+  p.add(of(21, 3));
+  p.request_finish(request_id{11}, finish_reason::cancelled);
+  std::vector<sequence_update> finished;
+  const auto s2 = p.plan_step(finished);
+  ASSERT_EQ(finished.size(), 1u);
+  ASSERT_EQ(s2.size(), 4u);  // three decodes, one admission
+  EXPECT_EQ(s2[3].id, request_id{21});
+  EXPECT_TRUE(s2[3].admitted);
+
+  // Without clients (all 0) admission stays first come, first served.
+  scheduler_policy fifo({2, 512, 512});
+  for (std::uint64_t id = 1; id <= 3; ++id) fifo.add(make_seq(id, 3, 5));
+  const auto f = plan(fifo);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].id, request_id{1});
+  EXPECT_EQ(f[1].id, request_id{2});
+}
+
 }  // namespace
 }  // namespace pagedserve
