@@ -288,6 +288,9 @@ describe('chat page in chromium', { skip: reason ?? false }, () => {
     await reply.and(mocked.locator('[data-state="error"]')).waitFor();
     assert.match(await reply.locator('.error').innerText(), /lost during this reply/);
     assert.equal(await reply.locator('.body').innerText(), 'Partial');
+    // The indicator may still show the old socket as open: wait for the second socket itself.
+    const reconnected_by = Date.now() + 15000;
+    while (sockets < 2 && Date.now() < reconnected_by) await new Promise((resolve) => setTimeout(resolve, 20));
     await mocked.locator('#conn[data-state="open"]').waitFor();
     assert.equal(sockets, 2);
     await mocked.close();
