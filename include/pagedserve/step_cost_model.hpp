@@ -18,26 +18,29 @@ namespace pagedserve {
 class step_cost_model {
  public:
   explicit step_cost_model(double attention_prior = 0, double decay = 0.98)
-      : prior_(attention_prior), decay_(decay) {}
+      : prior_(attention_prior), decay_(decay) {
+    fit_.attention_ratio = prior_;
+  }
 
   void observe(double tokens, double positions, double seconds);
   // True once the observations span enough different step sizes to tell fixed from per-unit cost.
   bool fitted() const;
-  double fixed_seconds() const { return fit().fixed; }
-  double per_unit_seconds() const { return fit().per_token; }  // per token-equivalent
-  double attention_ratio() const { return fit().attention_ratio; }
+  double fixed_seconds() const { return fit_.fixed; }
+  double per_unit_seconds() const { return fit_.per_token; }  // per token-equivalent
+  double attention_ratio() const { return fit_.attention_ratio; }
   double predict(double work) const { return fixed_seconds() + per_unit_seconds() * work; }
 
  private:
   struct line {
     double fixed = 0, per_token = 0, attention_ratio = 0;
   };
-  line fit() const;
+  line fit() const;  // from the moments below; kept in fit_ after each observation
 
   double prior_, decay_;
   // Decayed weight and moments of tokens (1), positions (2) and seconds (y).
   double w_ = 0, s1_ = 0, s2_ = 0, sy_ = 0, s11_ = 0, s12_ = 0, s22_ = 0, s1y_ = 0, s2y_ = 0;
   int n_ = 0;
+  line fit_;
 };
 
 }  // namespace pagedserve

@@ -17,6 +17,7 @@ void step_cost_model::observe(double tokens, double positions, double seconds) {
   decayed(s1y_, tokens * seconds);
   decayed(s2y_, positions * seconds);
   ++n_;
+  fit_ = fit();
 }
 
 step_cost_model::line step_cost_model::fit() const {
