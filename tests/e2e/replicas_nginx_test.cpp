@@ -5,6 +5,7 @@
 // new requests elsewhere. Skips, saying so, where nginx is not installed (scripts/install-deps.sh
 // installs nginx-light) or ../shared is absent.
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
 #include <memory>
 

@@ -2,6 +2,7 @@
 // cancel and disconnect free the engine, and bad input gets a typed error on a socket that
 // keeps working. Every wait is bounded, so a broken server fails a test rather than hanging it.
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
 #include <fstream>
 #include <sstream>
