@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test (unit, kernels, model, actors, end-to-end,
-# loadtest), then the unit, kernels, model and actors suites under ASan+UBSan (PAGEDSERVE_ASAN_E2E=1:
-# every suite), the actor and scheduler tests
-# under TSan, and every libFuzzer target for a bounded time. Any failure, sanitizer report or fuzz crash fails the run.
+# loadtest), then every suite again under ASan+UBSan, the actor and scheduler tests under TSan, and
+# every libFuzzer target for a bounded time. Any failure, sanitizer report or fuzz crash fails the run.
 # Tests that need ../shared (models, goldens) skip with a message where it is absent.
 # PAGEDSERVE_QUICK=1 runs only the Release tree (the first stage).
 set -euo pipefail
@@ -20,20 +19,12 @@ export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:detect_stack_use_after_retur
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 
-# PAGEDSERVE_ASAN_E2E=1 adds the e2e and loadtest suites: the server and loadgen instrumented, the
-# harnesses stretching their deadlines by PAGEDSERVE_TEST_TIME_SCALE and failing a test whose server or
-# CLI child printed a sanitizer report (tests/support/sanitizer_env.hpp). They pass clean, but building
-# the Beast clients of every e2e test file under ASan+UBSan adds ~5 min, past CI's budget (issue 8).
-if [ "${PAGEDSERVE_ASAN_E2E:-0}" = 1 ]; then
-  stage "ASan+UBSan: build and test every suite"
-  PAGEDSERVE_BUILD_DIR=build-asan scripts/build.sh -DPAGEDSERVE_SANITIZE=address -DPAGEDSERVE_BUILD_BENCH=OFF
-  (cd build-asan && PAGEDSERVE_TEST_TIME_SCALE=4 ctest --output-on-failure --timeout 600 -j2)
-else
-  stage "ASan+UBSan: build and test the unit, kernels, model and actors suites"
-  PAGEDSERVE_BUILD_DIR=build-asan PAGEDSERVE_BUILD_TARGETS="unit_tests kernels_tests model_tests actors_tests" \
-    scripts/build.sh -DPAGEDSERVE_SANITIZE=address -DPAGEDSERVE_BUILD_BENCH=OFF
-  (cd build-asan && ctest --output-on-failure --timeout 600 -j2 -L '^(unit|kernels|model|actors)$')
-fi
+# Every suite under ASan+UBSan: the server and loadgen instrumented, the harnesses stretching their
+# deadlines by PAGEDSERVE_TEST_TIME_SCALE and failing a test whose server or CLI child printed a
+# sanitizer report (tests/support/sanitizer_env.hpp).
+stage "ASan+UBSan: build and test every suite"
+PAGEDSERVE_BUILD_DIR=build-asan scripts/build.sh -DPAGEDSERVE_SANITIZE=address -DPAGEDSERVE_BUILD_BENCH=OFF
+(cd build-asan && PAGEDSERVE_TEST_TIME_SCALE=4 ctest --output-on-failure --timeout 600 -j2)
 
 # TSan runs TBB on one thread (tests/support/tsan_tbb.cpp), so the 500-request engine soak, 5 s in
 # Release, outgrows its own 120 s bound; it runs in the Release and ASan trees.
