@@ -13,6 +13,7 @@
 #include "e2e/nginx_process.hpp"
 #include "e2e/openai_http_client.hpp"
 #include "e2e/stream_collector.hpp"
+#include "pagedserve/ws_protocol.hpp"
 
 namespace pagedserve::e2e {
 namespace {
@@ -27,7 +28,7 @@ std::vector<std::string> session_header(const std::string& key) { return {"X-Ses
 
 std::string completion_body(const std::string& prompt, int max_tokens, bool stream) {
   std::string body = R"({"prompt":)";
-  append_json_string(body, prompt);
+  json_append_string(body, prompt);
   return body + R"(,"max_tokens":)" + std::to_string(max_tokens) + R"(,"temperature":0,"ignore_eos":true,"stream":)" +
          (stream ? R"(true,"stream_options":{"include_usage":true})" : "false") + "}";
 }

@@ -9,6 +9,7 @@
 #include <boost/beast/websocket.hpp>
 #include <deque>
 
+#include "pagedserve/ws_protocol.hpp"
 #include "support/sanitizer_env.hpp"
 
 namespace pagedserve::e2e {
@@ -186,31 +187,12 @@ std::expected<server_frame, std::string> parse_server_frame(const std::string& r
   return f;
 }
 
-void append_json_string(std::string& out, std::string_view s) {
-  out.push_back('"');
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(ch);
-    } else if (c < 0x20) {
-      static constexpr char hex[] = "0123456789abcdef";
-      out += "\\u00";
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 15]);
-    } else {
-      out.push_back(ch);
-    }
-  }
-  out.push_back('"');
-}
-
 std::string generate_frame(std::string_view id, std::string_view prompt, int max_tokens,
                            std::string_view extra_params) {
   std::string out = R"({"type":"generate","id":)";
-  append_json_string(out, id);
+  json_append_string(out, id);
   out += R"(,"prompt":)";
-  append_json_string(out, prompt);
+  json_append_string(out, prompt);
   out += R"(,"params":{"max_tokens":)" + std::to_string(max_tokens) + R"(,"temperature":0)";
   out += extra_params;
   out += "}}";
@@ -219,7 +201,7 @@ std::string generate_frame(std::string_view id, std::string_view prompt, int max
 
 std::string cancel_frame(std::string_view id) {
   std::string out = R"({"type":"cancel","id":)";
-  append_json_string(out, id);
+  json_append_string(out, id);
   return out + "}";
 }
 

@@ -75,9 +75,6 @@ struct server_frame {
 
 std::expected<server_frame, std::string> parse_server_frame(const std::string& raw);
 
-// Appends s to out as a JSON string literal (quotes and escapes; UTF-8 passes through).
-void append_json_string(std::string& out, std::string_view s);
-
 // {"type":"generate","id":ID,"prompt":PROMPT,"params":{"max_tokens":N,"temperature":0<extra>}}
 // extra_params is raw JSON appended inside params, e.g. R"(,"ignore_eos":true)".
 std::string generate_frame(std::string_view id, std::string_view prompt, int max_tokens,
