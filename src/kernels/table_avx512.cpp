@@ -86,11 +86,18 @@ void matmul_tile(float* out, const float* x, const typename L::elem* w, int n_in
     for (int r = 0; r < n_r; ++r) acc[t][r] = _mm512_setzero_ps();
   const typename L::elem* wr[n_r];
   for (int r = 0; r < n_r; ++r) wr[r] = w + static_cast<std::size_t>(o0 + r) * n_in;
+  // The next n_r rows (the next tile, here or in the range the thread usually runs next) go to L2
+  // while these stream: n_r short row streams alone ramp the hardware prefetcher up too late for
+  // batch-1 decode to run at memory speed. Past the matrix's end a prefetch is a no-op, not a fault.
+  const std::size_t next_tile = static_cast<std::size_t>(n_r) * n_in;
   int k = 0;
   for (; k + 16 <= n_in; k += 16) {
     __m512 wv[n_r];
 #pragma GCC unroll 8
-    for (int r = 0; r < n_r; ++r) wv[r] = L::full(wr[r] + k);
+    for (int r = 0; r < n_r; ++r) {
+      _mm_prefetch(reinterpret_cast<const char*>(wr[r] + next_tile + k), _MM_HINT_T1);
+      wv[r] = L::full(wr[r] + k);
+    }
 #pragma GCC unroll 8
     for (int t = 0; t < n_t; ++t) {
       const __m512 xv = _mm512_loadu_ps(x + static_cast<std::size_t>(t) * n_in + k);
