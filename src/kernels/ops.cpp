@@ -78,6 +78,9 @@ class i8_scratch {
   i8_activations* buffers_ = nullptr;
 };
 
+// Steps of up to this many tokens split a matmul's rows statically (see matmul_group).
+constexpr int static_split_tokens = 16;
+
 // A group's tiles are numbered one output after the other.
 int tiles_of(const weight& w) { return (w.rows + rows_per_tile - 1) / rows_per_tile; }
 
@@ -124,7 +127,7 @@ void matmul_group(const kernel_table& kt, std::span<const matmul_output> outputs
   }
   // Each range of tiles runs the pieces of the outputs it covers. i8 ranges hold at least 4 panels
   // (64 rows) so a prefill's micro-kernels get whole register blocks.
-  tbb::parallel_for(tbb::blocked_range<int>(0, n_tiles, any_i8 ? 8 : 1), [&](const tbb::blocked_range<int>& r) {
+  const auto body = [&](const tbb::blocked_range<int>& r) {
     int first = 0;
     for (const matmul_output& o : outputs) {
       const int n = tiles_of(o.w);
@@ -132,7 +135,15 @@ void matmul_group(const kernel_table& kt, std::span<const matmul_output> outputs
       if (b < e) matmul_tiles(kt, o, x, a, n_tokens, b - first, e - first);
       first += n;
     }
-  });
+  };
+  // Decode-sized steps give each thread one contiguous share of the rows (no splitting or stealing:
+  // one weight stream per thread, and the join is all they pay); prefill's long matmuls keep
+  // TBB's dynamic split, which rebalances when a core is busy elsewhere.
+  const tbb::blocked_range<int> all(0, n_tiles, any_i8 ? 8 : 1);
+  if (n_tokens <= static_split_tokens)
+    tbb::parallel_for(all, body, tbb::static_partitioner{});
+  else
+    tbb::parallel_for(all, body);
 }
 
 void matmul(const kernel_table& kt, float* out, const float* x, const weight& w, int n_tokens) {
