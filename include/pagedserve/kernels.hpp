@@ -140,8 +140,8 @@ namespace ops {
 void matmul(const kernel_table& kt, float* out, const float* x, const float* w, int n_tokens, int n_in,
             int n_out);
 // out[n_tokens, w.rows] = x[n_tokens, w.cols] · w^T, dispatched on w's dtype. i8 quantizes x once
-// (one pass, in parallel over tokens, into a per-thread buffer reused across calls), then runs
-// matmul_i8 over tiles of panels.
+// (one pass, over tokens, into a per-thread buffer reused across calls), then runs matmul_i8 over
+// tiles of panels. Up to 16 tokens each thread takes one contiguous share of the rows.
 void matmul(const kernel_table& kt, float* out, const float* x, const weight& w, int n_tokens);
 // One product of a matmul_group: out[n_tokens, w.rows] = x · w^T.
 struct matmul_output {
