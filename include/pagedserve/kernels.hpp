@@ -140,13 +140,27 @@ namespace ops {
 void matmul(const kernel_table& kt, float* out, const float* x, const float* w, int n_tokens, int n_in,
             int n_out);
 // out[n_tokens, w.rows] = x[n_tokens, w.cols] · w^T, dispatched on w's dtype. i8 quantizes x once
-// (one pass, in parallel over tokens, into a per-thread buffer reused across calls), then runs
-// matmul_i8 over tiles of panels.
+// (one pass, over tokens, into a per-thread buffer reused across calls), then runs matmul_i8 over
+// tiles of panels. Up to 16 tokens each thread takes one contiguous share of the rows.
 void matmul(const kernel_table& kt, float* out, const float* x, const weight& w, int n_tokens);
+// One product of a matmul_group: out[n_tokens, w.rows] = x · w^T.
+struct matmul_output {
+  float* out;
+  weight w;
+};
+// Several matmuls of one input (Q, K and V; gate and up) in one parallel_for over all their row tiles,
+// so a decode step pays one fork/join for the group and the i8 ones share one quantization of x.
+// Every w has x's width; each output gets the bits matmul() alone would give it.
+void matmul_group(const kernel_table& kt, std::span<const matmul_output> outputs, const float* x, int n_tokens);
 // x[t, i] += bias[i] for x[n_tokens, n].
 void add_bias(float* x, const float* bias, int n_tokens, int n);
+// x[n_tokens, dim] += y[n_tokens, dim] (the residual stream).
+void add(float* x, const float* y, int n_tokens, int dim);
 void rmsnorm(const kernel_table& kt, float* out, const float* x, const float* weight, int n_rows, int dim,
              float eps);
+// add(x, y) then rmsnorm(out, x), in one pass over each row: the residual add and the norm after it.
+void add_rmsnorm(const kernel_table& kt, float* out, float* x, const float* y, const float* weight, int n_tokens,
+                 int dim, float eps);
 // The step's rotation table, computed once and shared by every layer: cos/sin[t, i] of
 // positions[t] * inv_freq[i], times scale (YaRN's attention factor); cos, sin: [n_tokens, n_freq].
 void rope_angles(float* cos, float* sin, const std::int32_t* positions, int n_tokens, const float* inv_freq,

@@ -4,8 +4,10 @@
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "pagedserve/check.hpp"
@@ -13,10 +15,29 @@
 
 namespace pagedserve::kernels::ops {
 
+namespace {
+
+// Tiles of 16 output rows (one i8 panel): each tile's weights are read once for all tokens of the step.
+constexpr int rows_per_tile = 16;
+
+// Row-wise ops (norms, RoPE, SwiGLU, adds) over fewer elements than this run on the calling thread:
+// at decode sizes they take a few microseconds, less than waking the arena and joining it.
+constexpr std::size_t serial_elements = std::size_t{1} << 15;
+
+// f(r) for r < n_rows, rows of row_elements floats: serially when small, else one task per row.
+template <class F>
+void for_each_row(int n_rows, std::size_t row_elements, const F& f) {
+  if (static_cast<std::size_t>(n_rows) * row_elements <= serial_elements) {
+    for (int r = 0; r < n_rows; ++r) f(r);
+    return;
+  }
+  tbb::parallel_for(0, n_rows, f);
+}
+
+}  // namespace
+
 void matmul(const kernel_table& kt, float* out, const float* x, const float* w, int n_tokens, int n_in,
             int n_out) {
-  // Tiles of output rows: each tile's weights are read once for all tokens of the step.
-  constexpr int rows_per_tile = 16;
   const int n_tiles = (n_out + rows_per_tile - 1) / rows_per_tile;
   tbb::parallel_for(tbb::blocked_range<int>(0, n_tiles), [&](const tbb::blocked_range<int>& r) {
     const int o_begin = r.begin() * rows_per_tile;
@@ -57,68 +78,127 @@ class i8_scratch {
   i8_activations* buffers_ = nullptr;
 };
 
-// W8A8: each token quantized once (one pass over x), then int8 x int8 over tiles of 16-row panels.
-void matmul_i8(const kernel_table& kt, float* out, const float* x, const weight& w, int n_tokens) {
-  const int n_in = w.cols, k_pad = i8_padded_cols(n_in);
-  i8_scratch scratch;
-  i8_activations& a = *scratch;
-  const std::size_t xq_size = static_cast<std::size_t>(n_tokens) * k_pad;
-  if (a.xq.size() < xq_size) a.xq.resize(xq_size);
-  if (a.x_scales.size() < static_cast<std::size_t>(n_tokens)) a.x_scales.resize(n_tokens);
-  tbb::parallel_for(tbb::blocked_range<int>(0, n_tokens, 16), [&](const tbb::blocked_range<int>& r) {
-    for (int t = r.begin(); t < r.end(); ++t)
-      a.x_scales[t] = kt.quantize_token_u8(a.xq.data() + static_cast<std::size_t>(t) * k_pad,
-                                           x + static_cast<std::size_t>(t) * n_in, n_in, k_pad);
-  });
-  // Tiles of at least 4 panels (64 rows), so a prefill's micro-kernels get whole register blocks.
-  const int n_panels = i8_padded_rows(w.rows) / i8_panel_rows;
-  tbb::parallel_for(tbb::blocked_range<int>(0, n_panels, 8), [&](const tbb::blocked_range<int>& r) {
-    kt.matmul_i8(out, a.xq.data(), a.x_scales.data(), w, n_tokens, r.begin(), r.end());
-  });
+// Steps of up to this many tokens split a matmul's rows statically (see matmul_group).
+constexpr int static_split_tokens = 16;
+
+// A group's tiles are numbered one output after the other.
+int tiles_of(const weight& w) { return (w.rows + rows_per_tile - 1) / rows_per_tile; }
+
+// Rows [16 t_begin, 16 t_end) of one output; xq/x_scales hold x quantized when w is i8.
+void matmul_tiles(const kernel_table& kt, const matmul_output& o, const float* x, const i8_activations& a,
+                  int n_tokens, int t_begin, int t_end) {
+  const weight& w = o.w;
+  if (w.type == dtype::i8) {
+    kt.matmul_i8(o.out, a.xq.data(), a.x_scales.data(), w, n_tokens, t_begin, t_end);
+    return;
+  }
+  const int o_begin = t_begin * rows_per_tile, o_end = std::min(w.rows, t_end * rows_per_tile);
+  switch (w.type) {
+    case dtype::f32: kt.matmul_rows(o.out, x, w.f32(), n_tokens, w.cols, w.rows, o_begin, o_end); break;
+    case dtype::bf16: kt.matmul_rows_bf16(o.out, x, w.u16(), n_tokens, w.cols, w.rows, o_begin, o_end); break;
+    case dtype::f16: kt.matmul_rows_f16(o.out, x, w.u16(), n_tokens, w.cols, w.rows, o_begin, o_end); break;
+    case dtype::i8: break;  // above
+  }
 }
 
 }  // namespace
 
-void matmul(const kernel_table& kt, float* out, const float* x, const weight& w, int n_tokens) {
-  if (w.type == dtype::i8) {
-    matmul_i8(kt, out, x, w, n_tokens);
-    return;
+void matmul_group(const kernel_table& kt, std::span<const matmul_output> outputs, const float* x, int n_tokens) {
+  const int n_in = outputs.front().w.cols;
+  bool any_i8 = false;
+  int n_tiles = 0;
+  for (const matmul_output& o : outputs) {
+    ps_check(o.w.cols == n_in, "matmul_group: outputs of different input widths");
+    any_i8 = any_i8 || o.w.type == dtype::i8;
+    n_tiles += tiles_of(o.w);
   }
-  constexpr int rows_per_tile = 16;
-  const int n_in = w.cols, n_out = w.rows;
-  const int n_tiles = (n_out + rows_per_tile - 1) / rows_per_tile;
-  tbb::parallel_for(tbb::blocked_range<int>(0, n_tiles), [&](const tbb::blocked_range<int>& r) {
-    const int o_begin = r.begin() * rows_per_tile;
-    const int o_end = std::min(n_out, r.end() * rows_per_tile);
-    switch (w.type) {
-      case dtype::f32: kt.matmul_rows(out, x, w.f32(), n_tokens, n_in, n_out, o_begin, o_end); break;
-      case dtype::bf16: kt.matmul_rows_bf16(out, x, w.u16(), n_tokens, n_in, n_out, o_begin, o_end); break;
-      case dtype::f16: kt.matmul_rows_f16(out, x, w.u16(), n_tokens, n_in, n_out, o_begin, o_end); break;
-      case dtype::i8: break;  // above
+  // W8A8: each token quantized once (one pass over x) for every i8 output.
+  i8_scratch scratch;
+  i8_activations& a = *scratch;
+  if (any_i8) {
+    const int k_pad = i8_padded_cols(n_in);
+    const std::size_t xq_size = static_cast<std::size_t>(n_tokens) * k_pad;
+    if (a.xq.size() < xq_size) a.xq.resize(xq_size);
+    if (a.x_scales.size() < static_cast<std::size_t>(n_tokens)) a.x_scales.resize(n_tokens);
+    for_each_row(n_tokens, n_in, [&](int t) {
+      a.x_scales[t] = kt.quantize_token_u8(a.xq.data() + static_cast<std::size_t>(t) * k_pad,
+                                           x + static_cast<std::size_t>(t) * n_in, n_in, k_pad);
+    });
+  }
+  // Each range of tiles runs the pieces of the outputs it covers. i8 ranges hold at least 4 panels
+  // (64 rows) so a prefill's micro-kernels get whole register blocks.
+  const auto body = [&](const tbb::blocked_range<int>& r) {
+    int first = 0;
+    for (const matmul_output& o : outputs) {
+      const int n = tiles_of(o.w);
+      const int b = std::max(r.begin(), first), e = std::min(r.end(), first + n);
+      if (b < e) matmul_tiles(kt, o, x, a, n_tokens, b - first, e - first);
+      first += n;
     }
-  });
+  };
+  // Decode-sized steps give each thread one contiguous share of the rows (no splitting or stealing:
+  // one weight stream per thread, and the join is all they pay); prefill's long matmuls keep
+  // TBB's dynamic split, which rebalances when a core is busy elsewhere.
+  const tbb::blocked_range<int> all(0, n_tiles, any_i8 ? 8 : 1);
+  if (n_tokens <= static_split_tokens)
+    tbb::parallel_for(all, body, tbb::static_partitioner{});
+  else
+    tbb::parallel_for(all, body);
+}
+
+void matmul(const kernel_table& kt, float* out, const float* x, const weight& w, int n_tokens) {
+  const matmul_output one{out, w};
+  matmul_group(kt, {&one, 1}, x, n_tokens);
 }
 
 void add_bias(float* x, const float* bias, int n_tokens, int n) {
-  tbb::parallel_for(0, n_tokens, [&](int t) {
+  for_each_row(n_tokens, n, [&](int t) {
     float* xt = x + static_cast<std::size_t>(t) * n;
     for (int i = 0; i < n; ++i) xt[i] += bias[i];
   });
 }
 
+void add(float* x, const float* y, int n_tokens, int dim) {
+  for_each_row(n_tokens, dim, [&](int t) {
+    float* xt = x + static_cast<std::size_t>(t) * dim;
+    const float* yt = y + static_cast<std::size_t>(t) * dim;
+    for (int i = 0; i < dim; ++i) xt[i] += yt[i];
+  });
+}
+
+namespace {
+
+// out[dim] = rmsnorm(x[dim]) of one row.
+void rmsnorm_row(const kernel_table& kt, float* out, const float* x, const float* weight, int dim, float eps) {
+  const float scale = 1.0f / std::sqrt(kt.sum_squares(x, dim) / dim + eps);
+  kt.scale_mul(out, x, weight, scale, dim);
+}
+
+}  // namespace
+
 void rmsnorm(const kernel_table& kt, float* out, const float* x, const float* weight, int n_rows, int dim,
              float eps) {
-  tbb::parallel_for(0, n_rows, [&](int r) {
-    const float* xr = x + static_cast<std::size_t>(r) * dim;
-    const float scale = 1.0f / std::sqrt(kt.sum_squares(xr, dim) / dim + eps);
-    kt.scale_mul(out + static_cast<std::size_t>(r) * dim, xr, weight, scale, dim);
+  for_each_row(n_rows, dim, [&](int r) {
+    const std::size_t at = static_cast<std::size_t>(r) * dim;
+    rmsnorm_row(kt, out + at, x + at, weight, dim, eps);
+  });
+}
+
+void add_rmsnorm(const kernel_table& kt, float* out, float* x, const float* y, const float* weight, int n_tokens,
+                 int dim, float eps) {
+  for_each_row(n_tokens, dim, [&](int t) {
+    const std::size_t at = static_cast<std::size_t>(t) * dim;
+    float* xt = x + at;
+    const float* yt = y + at;
+    for (int i = 0; i < dim; ++i) xt[i] += yt[i];
+    rmsnorm_row(kt, out + at, xt, weight, dim, eps);  // while the row is still in L1
   });
 }
 
 void rope_angles(float* cos, float* sin, const std::int32_t* positions, int n_tokens, const float* inv_freq,
                  int n_freq, float scale) {
   // The reference's arithmetic: angle = pos * inv_freq[i] in fp32, then cos and sin of it.
-  tbb::parallel_for(0, n_tokens, [&](int t) {
+  for_each_row(n_tokens, n_freq, [&](int t) {
     for (int i = 0; i < n_freq; ++i) {
       const float angle = positions[t] * inv_freq[i];
       cos[static_cast<std::size_t>(t) * n_freq + i] = std::cos(angle) * scale;
@@ -130,7 +210,7 @@ void rope_angles(float* cos, float* sin, const std::int32_t* positions, int n_to
 void rope(float* x, const float* cos, const float* sin, int n_tokens, int n_heads, int head_size, rope_style style) {
   const int half = head_size / 2;
   ps_check(head_size <= 1024, "rope: head size above 1024");
-  tbb::parallel_for(0, n_tokens, [&](int t) {
+  for_each_row(n_tokens, static_cast<std::size_t>(n_heads) * head_size, [&](int t) {
     float* xt = x + static_cast<std::size_t>(t) * n_heads * head_size;
     const float* ct = cos + static_cast<std::size_t>(t) * half;
     const float* st = sin + static_cast<std::size_t>(t) * half;
@@ -151,7 +231,7 @@ void rope(float* x, const float* cos, const float* sin, int n_tokens, int n_head
 }
 
 void swiglu(const kernel_table& kt, float* gate, const float* up, int n_tokens, int dim) {
-  tbb::parallel_for(0, n_tokens, [&](int t) {
+  for_each_row(n_tokens, dim, [&](int t) {
     kt.swiglu(gate + static_cast<std::size_t>(t) * dim, up + static_cast<std::size_t>(t) * dim, dim);
   });
 }

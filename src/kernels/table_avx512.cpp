@@ -77,7 +77,7 @@ struct load_f16 {
 };
 
 // n_t tokens x n_r weight rows: out[t, o] for t in [0, n_t), o in [o0, o0 + n_r).
-template <class L, int n_t, int n_r>
+template <class L, int n_t, int n_r, bool prefetch = false>
 void matmul_tile(float* out, const float* x, const typename L::elem* w, int n_in, int n_out, int o0) {
   __m512 acc[n_t][n_r];
 #pragma GCC unroll 8
@@ -86,11 +86,18 @@ void matmul_tile(float* out, const float* x, const typename L::elem* w, int n_in
     for (int r = 0; r < n_r; ++r) acc[t][r] = _mm512_setzero_ps();
   const typename L::elem* wr[n_r];
   for (int r = 0; r < n_r; ++r) wr[r] = w + static_cast<std::size_t>(o0 + r) * n_in;
+  // The next n_r rows (the next tile, here or in the range the thread usually runs next) go to L2
+  // while these stream: n_r short row streams alone ramp the hardware prefetcher up too late for
+  // batch-1 decode to run at memory speed. Past the matrix's end a prefetch is a no-op, not a fault.
+  const std::size_t next_tile = static_cast<std::size_t>(n_r) * n_in;
   int k = 0;
   for (; k + 16 <= n_in; k += 16) {
     __m512 wv[n_r];
 #pragma GCC unroll 8
-    for (int r = 0; r < n_r; ++r) wv[r] = L::full(wr[r] + k);
+    for (int r = 0; r < n_r; ++r) {
+      if constexpr (prefetch) _mm_prefetch(reinterpret_cast<const char*>(wr[r] + next_tile + k), _MM_HINT_T1);
+      wv[r] = L::full(wr[r] + k);
+    }
 #pragma GCC unroll 8
     for (int t = 0; t < n_t; ++t) {
       const __m512 xv = _mm512_loadu_ps(x + static_cast<std::size_t>(t) * n_in + k);
@@ -139,13 +146,20 @@ constexpr tile_fn<L> tile_for_rows(int n_r, std::integer_sequence<int, r...>) {
   return fns[n_r - 1];
 }
 
-// All rows [o_begin, o_end) for one group of n_t tokens starting at x.
+// All rows [o_begin, o_end) for one group of n_t tokens starting at x. The first group over a block
+// of rows streams it from memory and prefetches; later groups find it in L2, where prefetches would
+// only take load slots from the FMAs.
 template <class L, int n_t>
 void matmul_token_group(float* out, const float* x, const typename L::elem* w, int n_in, int n_out, int o_begin,
-                        int o_end) {
+                        int o_end, bool first) {
   constexpr int n_r = rows_per_tile<n_t>;
   int o = o_begin;
-  for (; o + n_r <= o_end; o += n_r) matmul_tile<L, n_t, n_r>(out, x, w, n_in, n_out, o);
+  for (; o + n_r <= o_end; o += n_r) {
+    if (first)
+      matmul_tile<L, n_t, n_r, true>(out, x, w, n_in, n_out, o);
+    else
+      matmul_tile<L, n_t, n_r>(out, x, w, n_in, n_out, o);
+  }
   if (o < o_end)
     tile_for_rows<L, n_t>(o_end - o, std::make_integer_sequence<int, n_r - 1>{})(out, x, w, n_in, n_out, o);
 }
@@ -161,13 +175,13 @@ void matmul_rows_avx512(float* out, const float* x, const typename L::elem* w, i
     int t = 0;
     for (; t + 4 <= n_tokens; t += 4)
       matmul_token_group<L, 4>(out + static_cast<std::size_t>(t) * n_out, x + static_cast<std::size_t>(t) * n_in,
-                               w, n_in, n_out, ob, oe);
+                               w, n_in, n_out, ob, oe, t == 0);
     float* ot = out + static_cast<std::size_t>(t) * n_out;
     const float* xt = x + static_cast<std::size_t>(t) * n_in;
     switch (n_tokens - t) {
-      case 3: matmul_token_group<L, 3>(ot, xt, w, n_in, n_out, ob, oe); break;
-      case 2: matmul_token_group<L, 2>(ot, xt, w, n_in, n_out, ob, oe); break;
-      case 1: matmul_token_group<L, 1>(ot, xt, w, n_in, n_out, ob, oe); break;
+      case 3: matmul_token_group<L, 3>(ot, xt, w, n_in, n_out, ob, oe, t == 0); break;
+      case 2: matmul_token_group<L, 2>(ot, xt, w, n_in, n_out, ob, oe, t == 0); break;
+      case 1: matmul_token_group<L, 1>(ot, xt, w, n_in, n_out, ob, oe, t == 0); break;
       default: break;
     }
   }

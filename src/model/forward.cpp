@@ -3,8 +3,6 @@
 // (llama2.c interleaved, HF rotate-half), a separate head width (Qwen3) and MoE layers (Qwen3-MoE).
 #include "pagedserve/forward.hpp"
 
-#include <tbb/parallel_for.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -34,19 +32,6 @@ forward_pass::forward_pass(const model& m, const kernels::kernel_table& kt, int 
   if (c.n_experts > 0) moe_.emplace(c, max_tokens_per_step);
 }
 
-namespace {
-
-// x[n] += y[n], parallel over tokens.
-void add_residual(float* x, const float* y, int n_tokens, int dim) {
-  tbb::parallel_for(0, n_tokens, [&](int t) {
-    float* xt = x + static_cast<std::size_t>(t) * dim;
-    const float* yt = y + static_cast<std::size_t>(t) * dim;
-    for (int i = 0; i < dim; ++i) xt[i] += yt[i];
-  });
-}
-
-}  // namespace
-
 float* forward_pass::run(const step_batch& b, const kv_cache& cache) {
   namespace ops = kernels::ops;
   const model_config& c = model_.config;
@@ -72,13 +57,13 @@ float* forward_pass::run(const step_batch& b, const kv_cache& cache) {
   ops::rope_angles(rope_cos_.data(), rope_sin_.data(), b.positions.data(), T, model_.rope_inv_freq.data(), hs / 2,
                    c.rope_scaling.attention_factor);
 
+  // Each residual add is fused with the norm that follows it; the first layer's norm stands alone.
+  ops::rmsnorm(kt_, xb_.data(), x_.data(), model_.layers[0].rms_att, T, dim, eps);
   for (int l = 0; l < c.n_layers; ++l) {
     const layer_weights& w = model_.layers[l];
-    // Attention block.
-    ops::rmsnorm(kt_, xb_.data(), x_.data(), w.rms_att, T, dim, eps);
-    ops::matmul(kt_, q_.data(), xb_.data(), w.wq, T);
-    ops::matmul(kt_, k_.data(), xb_.data(), w.wk, T);
-    ops::matmul(kt_, v_.data(), xb_.data(), w.wv, T);
+    // Attention block: xb_ holds the normed input.
+    const ops::matmul_output qkv[] = {{q_.data(), w.wq}, {k_.data(), w.wk}, {v_.data(), w.wv}};
+    ops::matmul_group(kt_, qkv, xb_.data(), T);
     if (w.bq) ops::add_bias(q_.data(), w.bq, T, q_dim);
     if (w.bk) ops::add_bias(k_.data(), w.bk, T, kv_dim);
     if (w.bv) ops::add_bias(v_.data(), w.bv, T, kv_dim);
@@ -96,19 +81,21 @@ float* forward_pass::run(const step_batch& b, const kv_cache& cache) {
     ops::paged_attention(kt_, att_.data(), q_.data(), cache.layer(l), ab, c.n_heads, c.n_kv_heads, hs);
     ops::matmul(kt_, xb2_.data(), att_.data(), w.wo, T);
     if (w.bo) ops::add_bias(xb2_.data(), w.bo, T, dim);
-    add_residual(x_.data(), xb2_.data(), T, dim);
+    ops::add_rmsnorm(kt_, xb_.data(), x_.data(), xb2_.data(), w.rms_ffn, T, dim, eps);
 
     // Feed-forward block: one SwiGLU, or the token's top-k experts.
-    ops::rmsnorm(kt_, xb_.data(), x_.data(), w.rms_ffn, T, dim, eps);
     if (w.is_moe()) {
       moe_->run(kt_, xb2_.data(), xb_.data(), w, T);
     } else {
-      ops::matmul(kt_, hb_.data(), xb_.data(), w.w_gate, T);
-      ops::matmul(kt_, hb2_.data(), xb_.data(), w.w_up, T);
+      const ops::matmul_output gate_up[] = {{hb_.data(), w.w_gate}, {hb2_.data(), w.w_up}};
+      ops::matmul_group(kt_, gate_up, xb_.data(), T);
       ops::swiglu(kt_, hb_.data(), hb2_.data(), T, hid);
       ops::matmul(kt_, xb2_.data(), hb_.data(), w.w_down, T);
     }
-    add_residual(x_.data(), xb2_.data(), T, dim);
+    if (l + 1 < c.n_layers)
+      ops::add_rmsnorm(kt_, xb_.data(), x_.data(), xb2_.data(), model_.layers[l + 1].rms_att, T, dim, eps);
+    else
+      ops::add(x_.data(), xb2_.data(), T, dim);
   }
 
   // Classifier only for the rows that sample: gather them, normalise, project to the vocabulary.

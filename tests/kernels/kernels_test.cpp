@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "pagedserve/kernels.hpp"
+#include "pagedserve/quantize.hpp"
 #include "pagedserve/weight.hpp"
 #include "kernel_test_support.hpp"
 
@@ -298,6 +299,60 @@ TEST_P(kernel_table_test, half_matmul_is_batch_invariant) {
           << "t=" << t;
     }
   }
+}
+
+// A group of matmuls (QKV, gate/up) gives each output the bits of its own matmul, for every dtype,
+// a mix of them, outputs whose rows end mid-tile, and any token count.
+TEST_P(kernel_table_test, matmul_group_matches_separate_matmuls_bit_for_bit) {
+  constexpr int n_in = 172;
+  const int rows[] = {70, 19, 33};
+  std::vector<float> f32[3];
+  std::vector<std::uint16_t> bf16[3];
+  i8_matrix i8[3];
+  weight as[3][3];  // [f32, bf16, i8][output]
+  for (int j = 0; j < 3; ++j) {
+    f32[j] = random_vector(static_cast<std::size_t>(rows[j]) * n_in, rng_);
+    for (float v : f32[j]) bf16[j].push_back(f32_to_bf16(v));
+    as[0][j] = weight_f32(f32[j].data(), rows[j], n_in);
+    as[1][j] = weight{bf16[j].data(), dtype::bf16, rows[j], n_in};
+    i8[j] = quantize_matrix_i8(as[0][j]);
+    as[2][j] = i8[j].view();
+  }
+  const weight mixed[3] = {as[2][0], as[0][1], as[1][2]};
+  for (int n_tokens : {1, 5, 33})
+    for (const weight* ws : std::initializer_list<const weight*>{as[0], as[1], as[2], mixed}) {
+      SCOPED_TRACE("n_tokens=" + std::to_string(n_tokens) + " first dtype " + std::string(dtype_name(ws[0].type)));
+      const auto x = random_vector(static_cast<std::size_t>(n_tokens) * n_in, rng_);
+      std::vector<float> got[3], want[3];
+      ops::matmul_output outs[3];
+      for (int j = 0; j < 3; ++j) {
+        got[j].assign(static_cast<std::size_t>(n_tokens) * rows[j], 0.0f);
+        want[j] = got[j];
+        outs[j] = {got[j].data(), ws[j]};
+        ops::matmul(kt(), want[j].data(), x.data(), ws[j], n_tokens);
+      }
+      ops::matmul_group(kt(), outs, x.data(), n_tokens);
+      for (int j = 0; j < 3; ++j)
+        ASSERT_EQ(0, std::memcmp(got[j].data(), want[j].data(), got[j].size() * sizeof(float))) << "output " << j;
+    }
+}
+
+// The fused residual add + norm is the add followed by the norm, to the bit.
+TEST_P(kernel_table_test, add_rmsnorm_equals_add_then_rmsnorm) {
+  for (int dim : sizes_in)
+    for (int n_tokens : {1, 5, 64}) {
+      SCOPED_TRACE("dim=" + std::to_string(dim) + " n_tokens=" + std::to_string(n_tokens));
+      const auto x0 = random_vector(static_cast<std::size_t>(n_tokens) * dim, rng_, -3.0f, 3.0f);
+      const auto y = random_vector(x0.size(), rng_, -3.0f, 3.0f);
+      const auto weight = random_vector(dim, rng_, 0.5f, 1.5f);
+      std::vector<float> x = x0, out(x0.size()), want_x = x0, want(x0.size());
+      ops::add_rmsnorm(kt(), out.data(), x.data(), y.data(), weight.data(), n_tokens, dim, 1e-5f);
+      ops::add(want_x.data(), y.data(), n_tokens, dim);
+      ops::rmsnorm(kt(), want.data(), want_x.data(), weight.data(), n_tokens, dim, 1e-5f);
+      ASSERT_EQ(x, want_x);
+      ASSERT_EQ(0, std::memcmp(out.data(), want.data(), out.size() * sizeof(float)));
+      for (std::size_t i = 0; i < x0.size(); ++i) ASSERT_EQ(x[i], x0[i] + y[i]);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(all_isas, kernel_table_test, testing::ValuesIn(supported_tables()),
