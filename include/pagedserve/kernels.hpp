@@ -74,6 +74,13 @@ struct kernel_table {
   void (*axpy)(float* y, float a, const float* x, int n);
   // gate[n] = silu(gate[n]) * up[n]
   void (*swiglu)(float* gate, const float* up, int n);
+  // One query row of paged attention against keys j0 <= j < n of one K/V block (online softmax):
+  //   s_j = q[head_size] · k[j * stride ...] * scale, m' = max(*row_max, s_j),
+  //   acc[head_size] = acc * exp(*row_max - m') + sum_j exp(s_j - m') v[j * stride ...], *row_sum likewise.
+  // scores: scratch of n floats. Each row's result depends only on its own q and keys, never on the
+  // other rows of the step (batch invariance).
+  void (*attend_block)(float* acc, float* row_max, float* row_sum, const float* q, const float* k, const float* v,
+                       int j0, int n, int stride, int head_size, float scale, float* scores);
 };
 
 // Best table for this CPU, or the one forced by name ("scalar", "avx2", "avx2_vnni", "avx512",

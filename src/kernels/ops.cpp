@@ -286,7 +286,7 @@ void paged_attention(const kernel_table& kt, float* out, const float* q, const p
     st.acc.assign(static_cast<std::size_t>(n_rows) * head_size, 0.0f);
     st.max.assign(n_rows, -INFINITY);
     st.sum.assign(n_rows, 0.0f);
-    st.scores.resize(static_cast<std::size_t>(kv.block_size));
+    st.scores.resize(static_cast<std::size_t>((kv.block_size + 15) / 16 * 16));  // whole zmm for attend_block
     const int seq = batch.seq_of_token[tile.first_token];
     const std::int32_t* table = batch.block_tables + batch.seq_block_offset[seq];
     const int last_pos = batch.pos_of_token[tile.first_token + tile.n_tokens - 1];
@@ -303,24 +303,8 @@ void paged_attention(const kernel_table& kt, float* out, const float* q, const p
         const int j0 = std::max(0, attention_start(batch, batch.pos_of_token[t]) - p0);
         if (n <= j0) continue;
         const float* qh = q + static_cast<std::size_t>(t) * dim + static_cast<std::size_t>(h) * head_size;
-        float block_max = -INFINITY;
-        for (int j = j0; j < n; ++j) {
-          st.scores[j] = kt.dot(qh, k_block + static_cast<std::size_t>(j) * kv.kv_dim, head_size) * scale;
-          block_max = std::max(block_max, st.scores[j]);
-        }
-        float* acc = st.acc.data() + static_cast<std::size_t>(r) * head_size;
-        const float new_max = std::max(st.max[r], block_max);
-        if (new_max > st.max[r]) {
-          const float rescale = std::exp(st.max[r] - new_max);  // 0 for the first block
-          st.sum[r] *= rescale;
-          for (int i = 0; i < head_size; ++i) acc[i] *= rescale;
-          st.max[r] = new_max;
-        }
-        for (int j = j0; j < n; ++j) {
-          const float w = std::exp(st.scores[j] - new_max);
-          st.sum[r] += w;
-          kt.axpy(acc, w, v_block + static_cast<std::size_t>(j) * kv.kv_dim, head_size);
-        }
+        kt.attend_block(st.acc.data() + static_cast<std::size_t>(r) * head_size, &st.max[r], &st.sum[r], qh, k_block,
+                        v_block, j0, n, kv.kv_dim, head_size, scale, st.scores.data());
       }
     }
     for (int r = 0; r < n_rows; ++r) {

@@ -15,11 +15,13 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
 
 #include "pagedserve/kernels.hpp"
+#include "attend_block.hpp"
 #include "int8_kernels.hpp"
 
 namespace pagedserve::kernels {
@@ -266,19 +268,69 @@ void swiglu_avx512(float* gate, const float* up, int n) {
   }
 }
 
+// attend_block with head_size = 16 * NV: q and the accumulator stay in registers across the block's
+// keys, and the block's weights are exponentiated 16 at a time (exp_avx512, about 1 ulp from std::exp).
+template <int NV>
+void attend_block_registers(float* acc, float* row_max, float* row_sum, const float* q, const float* k,
+                            const float* v, int j0, int n, int stride, float scale, float* scores) {
+  __m512 qv[NV], a[NV];
+  for (int c = 0; c < NV; ++c) qv[c] = _mm512_loadu_ps(q + 16 * c);
+  float block_max = -INFINITY;
+  for (int j = j0; j < n; ++j) {
+    const float* kj = k + static_cast<std::size_t>(j) * stride;
+    __m512 s = _mm512_mul_ps(qv[0], _mm512_loadu_ps(kj));
+    for (int c = 1; c < NV; ++c) s = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(kj + 16 * c), s);
+    scores[j] = reduce16(s) * scale;
+    block_max = std::max(block_max, scores[j]);
+  }
+  for (int c = 0; c < NV; ++c) a[c] = _mm512_loadu_ps(acc + 16 * c);
+  const float new_max = std::max(*row_max, block_max);
+  if (new_max > *row_max) {
+    const float rescale = std::exp(*row_max - new_max);  // 0 for the first block
+    *row_sum *= rescale;
+    for (int c = 0; c < NV; ++c) a[c] = _mm512_mul_ps(a[c], _mm512_set1_ps(rescale));
+    *row_max = new_max;
+  }
+  __m512 w_sum = _mm512_setzero_ps();
+  for (int j = j0; j < n; j += 16) {
+    const __mmask16 m = tail_mask(std::min(16, n - j));
+    const __m512 w = exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, scores + j), _mm512_set1_ps(new_max)));
+    _mm512_mask_storeu_ps(scores + j, m, w);
+    w_sum = _mm512_mask_add_ps(w_sum, m, w_sum, w);
+  }
+  *row_sum += reduce16(w_sum);
+  for (int j = j0; j < n; ++j) {
+    const __m512 w = _mm512_set1_ps(scores[j]);
+    const float* vj = v + static_cast<std::size_t>(j) * stride;
+    for (int c = 0; c < NV; ++c) a[c] = _mm512_fmadd_ps(w, _mm512_loadu_ps(vj + 16 * c), a[c]);
+  }
+  for (int c = 0; c < NV; ++c) _mm512_storeu_ps(acc + 16 * c, a[c]);
+}
+
+void attend_block_avx512(float* acc, float* row_max, float* row_sum, const float* q, const float* k, const float* v,
+                         int j0, int n, int stride, int head_size, float scale, float* scores) {
+  switch (head_size) {
+    case 64: return attend_block_registers<4>(acc, row_max, row_sum, q, k, v, j0, n, stride, scale, scores);
+    case 128: return attend_block_registers<8>(acc, row_max, row_sum, q, k, v, j0, n, stride, scale, scores);
+    default:
+      return attend_block_generic<dot_avx512, axpy_avx512>(acc, row_max, row_sum, q, k, v, j0, n, stride, head_size,
+                                                           scale, scores);
+  }
+}
+
 }  // namespace
 
 extern const kernel_table kernel_table_avx512 = {
     isa::avx512, matmul_rows_avx512<load_f32>, matmul_rows_avx512<load_bf16>, matmul_rows_avx512<load_f16>,
     detail::matmul_i8_avx512, detail::quantize_token_u8_avx512,
-    sum_squares_avx512, scale_mul_avx512, dot_avx512, axpy_avx512, swiglu_avx512,
+    sum_squares_avx512, scale_mul_avx512, dot_avx512, axpy_avx512, swiglu_avx512, attend_block_avx512,
 };
 
 // The same with the int8 matmul on AVX512-VNNI.
 extern const kernel_table kernel_table_avx512_vnni = {
     isa::avx512_vnni, matmul_rows_avx512<load_f32>, matmul_rows_avx512<load_bf16>, matmul_rows_avx512<load_f16>,
     detail::matmul_i8_avx512_vnni, detail::quantize_token_u8_avx512,
-    sum_squares_avx512, scale_mul_avx512, dot_avx512, axpy_avx512, swiglu_avx512,
+    sum_squares_avx512, scale_mul_avx512, dot_avx512, axpy_avx512, swiglu_avx512, attend_block_avx512,
 };
 
 }  // namespace pagedserve::kernels

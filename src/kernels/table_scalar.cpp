@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "attend_block.hpp"
 #include "pagedserve/kernels.hpp"
 
 namespace pagedserve::kernels {
@@ -81,6 +82,7 @@ extern const kernel_table kernel_table_scalar = {
     isa::scalar, matmul_rows_scalar, matmul_rows_16_scalar<bf16_to_f32>, matmul_rows_16_scalar<f16_to_f32>, matmul_i8_scalar,
     reference::quantize_token_u8,
     sum_squares_scalar, scale_mul_scalar, dot_scalar, axpy_scalar, swiglu_scalar,
+    attend_block_generic<dot_scalar, axpy_scalar>,
 };
 
 }  // namespace pagedserve::kernels
