@@ -25,6 +25,7 @@ constexpr int sizes_tokens[] = {1, 3, 5, 33};
 class kernel_table_test : public testing::TestWithParam<const kernel_table*> {
  protected:
   const kernel_table& kt() const { return *GetParam(); }
+  void check_attention_invariance(int head_size);  // paged_attention_is_batch_invariant at one head size
   std::mt19937 rng_{1234};
 };
 
@@ -143,7 +144,7 @@ void check_paged_attention(const kernel_table& kt, int n_heads, int n_kv_heads, 
 }
 
 TEST_P(kernel_table_test, paged_attention_matches_reference) {
-  for (int head_size : {8, 12, 64}) {
+  for (int head_size : {8, 12, 64, 128}) {  // 64 and 128: AVX-512's register-resident attend_block
     SCOPED_TRACE("GQA 8/4 head_size=" + std::to_string(head_size));
     check_paged_attention(kt(), 8, 4, head_size, rng_);
   }
@@ -158,7 +159,14 @@ TEST_P(kernel_table_test, paged_attention_matches_reference) {
 // A query row's attention output is bit-identical whatever tile it lands in: alone as a decode token,
 // or at any offset of a prefill chunk, beside other sequences or not.
 TEST_P(kernel_table_test, paged_attention_is_batch_invariant) {
-  constexpr int block_size = 16, n_heads = 8, n_kv_heads = 2, head_size = 16, len = 45;
+  for (int head_size : {16, 64, 128}) {  // the generic and both register-resident AVX-512 paths
+    SCOPED_TRACE("head_size=" + std::to_string(head_size));
+    check_attention_invariance(head_size);
+  }
+}
+
+void kernel_table_test::check_attention_invariance(int head_size) {
+  constexpr int block_size = 16, n_heads = 8, n_kv_heads = 2, len = 45;
   const int kv_dim = n_kv_heads * head_size, dim = n_heads * head_size;
   const std::size_t block_stride = static_cast<std::size_t>(block_size) * kv_dim;
   const int n_blocks = 8;
