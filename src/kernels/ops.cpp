@@ -158,15 +158,12 @@ void add_bias(float* x, const float* bias, int n_tokens, int n) {
   });
 }
 
-void add(float* x, const float* y, int n_tokens, int dim) {
-  for_each_row(n_tokens, dim, [&](int t) {
-    float* xt = x + static_cast<std::size_t>(t) * dim;
-    const float* yt = y + static_cast<std::size_t>(t) * dim;
-    for (int i = 0; i < dim; ++i) xt[i] += yt[i];
-  });
-}
-
 namespace {
+
+// x[dim] += y[dim] of one row.
+void add_row(float* x, const float* y, int dim) {
+  for (int i = 0; i < dim; ++i) x[i] += y[i];
+}
 
 // out[dim] = rmsnorm(x[dim]) of one row.
 void rmsnorm_row(const kernel_table& kt, float* out, const float* x, const float* weight, int dim, float eps) {
@@ -175,6 +172,13 @@ void rmsnorm_row(const kernel_table& kt, float* out, const float* x, const float
 }
 
 }  // namespace
+
+void add(float* x, const float* y, int n_tokens, int dim) {
+  for_each_row(n_tokens, dim, [&](int t) {
+    const std::size_t at = static_cast<std::size_t>(t) * dim;
+    add_row(x + at, y + at, dim);
+  });
+}
 
 void rmsnorm(const kernel_table& kt, float* out, const float* x, const float* weight, int n_rows, int dim,
              float eps) {
@@ -188,10 +192,8 @@ void add_rmsnorm(const kernel_table& kt, float* out, float* x, const float* y, c
                  int dim, float eps) {
   for_each_row(n_tokens, dim, [&](int t) {
     const std::size_t at = static_cast<std::size_t>(t) * dim;
-    float* xt = x + at;
-    const float* yt = y + at;
-    for (int i = 0; i < dim; ++i) xt[i] += yt[i];
-    rmsnorm_row(kt, out + at, xt, weight, dim, eps);  // while the row is still in L1
+    add_row(x + at, y + at, dim);
+    rmsnorm_row(kt, out + at, x + at, weight, dim, eps);  // while the row is still in L1
   });
 }
 
