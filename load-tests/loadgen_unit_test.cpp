@@ -230,6 +230,11 @@ TEST(LoadgenWorkload, PromptsHaveExactTokenCountsAndDiffer) {
     EXPECT_EQ(static_cast<int>(shared_tok->encode(spec->prompt, true).size()), n) << spec->prompt;
     EXPECT_TRUE(seen.insert(spec->prompt.substr(0, 12)).second) << "prompts must differ from their first tokens";
   }
+  for (const int n : {2000, 3999}) {  // long prompts (itl_long_prompt.sh sends 2000 tokens)
+    auto spec = builder->build(100 + n, n);
+    ASSERT_TRUE(spec) << spec.error();
+    EXPECT_EQ(static_cast<int>(shared_tok->encode(spec->prompt, true).size()), n);
+  }
   auto with_prefix = prompt_builder::make(std::string(builtin_corpus()), shared_tok, 48);
   ASSERT_TRUE(with_prefix) << with_prefix.error();
   const auto a = with_prefix->build(1, 100), b = with_prefix->build(2, 100);

@@ -52,11 +52,16 @@ std::expected<std::string, std::string> prompt_builder::fit(std::string head, st
     return std::unexpected("cannot fit " + std::to_string(n) + " tokens: the unique head alone has " +
                            std::to_string(count(head)));
   // Grow by whole words past n, then find the shortest character prefix that encodes to n tokens.
+  // As many words at a time as tokens are missing (a word is at least one token), so a long prompt
+  // takes a few encodes, not one per word (2000 tokens took a second of CPU beside the server).
   std::string text = head;
-  for (std::size_t w = start; count(text) < n + 2; ++w) {
+  std::size_t w = start;
+  for (int have = count(text); have < n + 2; have = count(text)) {
     if (text.size() > 64u * static_cast<std::size_t>(n) + 1024) return std::unexpected("the corpus does not tokenize");
-    if (!text.empty() && text.back() != ' ') text += ' ';
-    text += words_[w % words_.size()];
+    for (int i = 0; i < n + 2 - have; ++i, ++w) {
+      if (!text.empty() && text.back() != ' ') text += ' ';
+      text += words_[w % words_.size()];
+    }
   }
   std::size_t lo = head.size(), hi = text.size();  // count(text[0, hi)) >= n
   while (lo < hi) {
