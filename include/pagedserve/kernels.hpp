@@ -68,8 +68,6 @@ struct kernel_table {
   float (*sum_squares)(const float* x, int n);
   // out[n] = x[n] * scale * weight[n]
   void (*scale_mul)(float* out, const float* x, const float* weight, float scale, int n);
-  // a[n] · b[n]
-  float (*dot)(const float* a, const float* b, int n);
   // y[n] += a * x[n]
   void (*axpy)(float* y, float a, const float* x, int n);
   // gate[n] = silu(gate[n]) * up[n]

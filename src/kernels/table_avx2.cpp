@@ -264,14 +264,14 @@ void swiglu_avx2(float* gate, const float* up, int n) {
 extern const kernel_table kernel_table_avx2 = {
     isa::avx2, matmul_rows_avx2<load_f32>, matmul_rows_avx2<load_bf16>, matmul_rows_avx2<load_f16>,
     detail::matmul_i8_avx2, detail::quantize_token_u8_avx2,
-    sum_squares_avx2, scale_mul_avx2, dot_avx2, axpy_avx2, swiglu_avx2, attend_block_generic<dot_avx2, axpy_avx2>,
+    sum_squares_avx2, scale_mul_avx2, axpy_avx2, swiglu_avx2, attend_block_generic<dot_avx2, axpy_avx2>,
 };
 
 // The same with the int8 matmul on AVX-VNNI.
 extern const kernel_table kernel_table_avx2_vnni = {
     isa::avx2_vnni, matmul_rows_avx2<load_f32>, matmul_rows_avx2<load_bf16>, matmul_rows_avx2<load_f16>,
     detail::matmul_i8_avx2_vnni, detail::quantize_token_u8_avx2,
-    sum_squares_avx2, scale_mul_avx2, dot_avx2, axpy_avx2, swiglu_avx2, attend_block_generic<dot_avx2, axpy_avx2>,
+    sum_squares_avx2, scale_mul_avx2, axpy_avx2, swiglu_avx2, attend_block_generic<dot_avx2, axpy_avx2>,
 };
 
 }  // namespace pagedserve::kernels

@@ -91,13 +91,16 @@ void matmul_tile(float* out, const float* x, const typename L::elem* w, int n_in
   // The next n_r rows (the next tile, here or in the range the thread usually runs next) go to L2
   // while these stream: n_r short row streams alone ramp the hardware prefetcher up too late for
   // batch-1 decode to run at memory speed. Past the matrix's end a prefetch is a no-op, not a fault.
+  // One prefetch per 64-byte line: every step for fp32, every other one for 2-byte weights.
   const std::size_t next_tile = static_cast<std::size_t>(n_r) * n_in;
+  constexpr int prefetch_every = 64 / (16 * static_cast<int>(sizeof(typename L::elem)));
   int k = 0;
   for (; k + 16 <= n_in; k += 16) {
     __m512 wv[n_r];
+    const bool fetch_line = prefetch && (k / 16) % prefetch_every == 0;
 #pragma GCC unroll 8
     for (int r = 0; r < n_r; ++r) {
-      if constexpr (prefetch) _mm_prefetch(reinterpret_cast<const char*>(wr[r] + next_tile + k), _MM_HINT_T1);
+      if (fetch_line) _mm_prefetch(reinterpret_cast<const char*>(wr[r] + next_tile + k), _MM_HINT_T1);
       wv[r] = L::full(wr[r] + k);
     }
 #pragma GCC unroll 8
@@ -363,14 +366,14 @@ void attend_block_avx512(float* acc, float* row_max, float* row_sum, const float
 extern const kernel_table kernel_table_avx512 = {
     isa::avx512, matmul_rows_avx512<load_f32>, matmul_rows_avx512<load_bf16>, matmul_rows_avx512<load_f16>,
     detail::matmul_i8_avx512, detail::quantize_token_u8_avx512,
-    sum_squares_avx512, scale_mul_avx512, dot_avx512, axpy_avx512, swiglu_avx512, attend_block_avx512,
+    sum_squares_avx512, scale_mul_avx512, axpy_avx512, swiglu_avx512, attend_block_avx512,
 };
 
 // The same with the int8 matmul on AVX512-VNNI.
 extern const kernel_table kernel_table_avx512_vnni = {
     isa::avx512_vnni, matmul_rows_avx512<load_f32>, matmul_rows_avx512<load_bf16>, matmul_rows_avx512<load_f16>,
     detail::matmul_i8_avx512_vnni, detail::quantize_token_u8_avx512,
-    sum_squares_avx512, scale_mul_avx512, dot_avx512, axpy_avx512, swiglu_avx512, attend_block_avx512,
+    sum_squares_avx512, scale_mul_avx512, axpy_avx512, swiglu_avx512, attend_block_avx512,
 };
 
 }  // namespace pagedserve::kernels

@@ -81,7 +81,7 @@ void swiglu_scalar(float* gate, const float* up, int n) {
 extern const kernel_table kernel_table_scalar = {
     isa::scalar, matmul_rows_scalar, matmul_rows_16_scalar<bf16_to_f32>, matmul_rows_16_scalar<f16_to_f32>, matmul_i8_scalar,
     reference::quantize_token_u8,
-    sum_squares_scalar, scale_mul_scalar, dot_scalar, axpy_scalar, swiglu_scalar,
+    sum_squares_scalar, scale_mul_scalar, axpy_scalar, swiglu_scalar,
     attend_block_generic<dot_scalar, axpy_scalar>,
 };
 

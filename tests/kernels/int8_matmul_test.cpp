@@ -75,8 +75,8 @@ TEST_P(int8_matmul_test, quantize_token_matches_reference_bit_for_bit) {
     }
     std::vector<std::uint8_t> q(n_pad);
     EXPECT_EQ(reference::quantize_token_u8(q.data(), ties.data(), n, n_pad), 1.0f);
-    if (n > 2) EXPECT_EQ(q[1], 128 + 2) << "1.5 rounds to even";
-    if (n > 3) EXPECT_EQ(q[2], 128 - 2) << "-2.5 rounds to even";
+    if (n > 2) { EXPECT_EQ(q[1], 128 + 2) << "1.5 rounds to even"; }
+    if (n > 3) { EXPECT_EQ(q[2], 128 - 2) << "-2.5 rounds to even"; }
     EXPECT_EQ(reference::quantize_token_u8(q.data(), zero.data(), n, n_pad), 0.0f);
     EXPECT_EQ(q, std::vector<std::uint8_t>(n_pad, 128));
   }
@@ -136,7 +136,7 @@ TEST_P(int8_matmul_test, extreme_values_are_exact) {
   ops::matmul(kt(), out.data(), x.data(), w.view(), 3);
   for (int o = 0; o < n_out; ++o) {
     EXPECT_EQ(out[n_out + o], 0.0f) << "zero token, o=" << o;
-    if (o % 5 == 3) EXPECT_EQ(out[o], 0.0f) << "zero row " << o;
+    if (o % 5 == 3) { EXPECT_EQ(out[o], 0.0f) << "zero row " << o; }
     // Only the outlier survives quantization: the output is its product alone.
     EXPECT_EQ(out[o], static_cast<float>(127 * q[static_cast<std::size_t>(o) * n_in + 17]) * (w.scales[o] * (1e6f / 127.0f)));
   }

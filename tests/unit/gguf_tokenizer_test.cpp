@@ -142,9 +142,10 @@ TEST_P(gguf_tokenizer_golden, every_case_matches) {
   }
   EXPECT_EQ(n_cases, 30);
   simdjson::dom::array chats;
-  if (spec["chat"].get(chats) == simdjson::SUCCESS)
+  if (spec["chat"].get(chats) == simdjson::SUCCESS) {
     for (simdjson::dom::element c : chats)
       EXPECT_EQ((*tok)->encode(std::string(c["rendered"].get_string().value()), false), json_ids(c["rendered_ids"].value()));
+  }
 
   auto file = gguf_file::open(path);
   ASSERT_TRUE(file.has_value());
