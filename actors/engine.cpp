@@ -48,7 +48,8 @@ engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const mod
                                   attention_cost_of(model_->config)},
                  config.block_size),
       executor_(model_, executor_options{config.kv_blocks, config.block_size, config.max_num_batched_tokens,
-                                         config.threads, kernels::kernel_table_select(config.kernels)}) {
+                                         config.threads, kernels::kernel_table_select(config.kernels),
+                                         config.kv_cache_dtype == "f16" ? dtype::f16 : dtype::f32}) {
   kv_.connect(scheduler_);
   scheduler_.connect(kv_, executor_, &metrics_);
   executor_.connect(scheduler_);

@@ -10,12 +10,12 @@ executor_actor::executor_actor(std::shared_ptr<const model> m, const executor_op
     : actor(context.get_executor()),
       work_(context.get_executor()),
       model_(std::move(m)),
-      cache_(model_->config.n_layers, o.n_blocks, o.block_size, model_->config.kv_dim()),
+      cache_(model_->config.n_layers, o.n_blocks, o.block_size, model_->config.kv_dim(), o.kv_type),
       forward_(*model_, *o.kernels, o.max_tokens_per_step),
       arena_(o.threads > 0 ? o.threads : tbb::task_arena::automatic),
       log_(actor_logger("exec")) {
-  log_->info("KV cache: {} blocks of {} tokens, {:.1f} MiB; kernels {}; arena {} threads", o.n_blocks, o.block_size,
-             cache_.bytes() / 1048576.0, kernels::isa_name(o.kernels->which), arena_.max_concurrency());
+  log_->info("KV cache: {} blocks of {} tokens, {} elements, {:.1f} MiB; kernels {}; arena {} threads", o.n_blocks,
+             o.block_size, dtype_name(cache_.type()), cache_.bytes() / 1048576.0, kernels::isa_name(o.kernels->which), arena_.max_concurrency());
   thread_ = std::thread([this] { context.run(); });
 }
 

@@ -29,6 +29,7 @@ struct executor_options {
   int max_tokens_per_step = 512;
   int threads = 0;  // TBB arena size; 0 = all cores
   const kernels::kernel_table* kernels = nullptr;
+  dtype kv_type = dtype::f32;  // the KV cache's elements: f32 or f16
 };
 
 // Holds the executor's own io_context; a base so it exists before the actor's strand is made on it.

@@ -3,6 +3,9 @@
 // kv heads x 64): decode steps of 16 sequences, and one prefill chunk deep in a long prompt.
 // Reports GFLOP/s (QK and AV: 4 FLOPs per head element per attended position), the K/V bytes a step
 // must read at least once (every attended block of every kv head) per second, and ratio_vs_reference.
+// Each table also runs over an fp16 K/V pool (…/f16, ratio_vs_f32 against the same table's fp32 run).
+// Iterations walk four layers' pools in turn, as a decode step walks the layers, so the K/V comes
+// from memory as in the server, not from a last-level cache that would hold one fp16 layer.
 //
 //   ./build/load-tests/bench_attention
 #include <benchmark/benchmark.h>
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "pagedserve/kernels.hpp"
+#include "pagedserve/weight.hpp"
 
 namespace {
 
@@ -33,22 +37,26 @@ constexpr attention_case cases[] = {
     {"tinyllama_prefill64_at_ctx2048", 32, 4, 64, 1, 2048, 64},
 };
 
-std::map<std::string, double>& reference_seconds() {
+std::map<std::string, double>& baseline_seconds() {  // "<case>" (the reference), "<case>/<isa>" (fp32 K/V)
   static std::map<std::string, double> m;
   return m;
 }
 
-void bench(benchmark::State& state, attention_case c, const kernel_table* kt) {
+void bench(benchmark::State& state, attention_case c, const kernel_table* kt, pagedserve::dtype kv_type) {
+  constexpr int n_layers = 4;
   constexpr int block_size = 16;
   const int kv_dim = c.n_kv_heads * c.head_size, dim = c.n_heads * c.head_size;
   const int blocks_per_seq = (c.context + block_size - 1) / block_size;
   const std::size_t block_stride = static_cast<std::size_t>(block_size) * kv_dim;
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> k(static_cast<std::size_t>(c.n_seqs) * blocks_per_seq * block_stride);
-  std::vector<float> v(k.size());
+  const std::size_t layer_elements = static_cast<std::size_t>(c.n_seqs) * blocks_per_seq * block_stride;
+  std::vector<float> k(n_layers * layer_elements), v(k.size());
   for (float& f : k) f = dist(rng);
   for (float& f : v) f = dist(rng);
+  std::vector<std::uint16_t> k16, v16;
+  for (float f : k) k16.push_back(pagedserve::f32_to_f16(f));
+  for (float f : v) v16.push_back(pagedserve::f32_to_f16(f));
   std::vector<std::int32_t> tables(static_cast<std::size_t>(c.n_seqs) * blocks_per_seq);
   std::iota(tables.begin(), tables.end(), 0);
   std::shuffle(tables.begin(), tables.end(), rng);
@@ -63,11 +71,19 @@ void bench(benchmark::State& state, attention_case c, const kernel_table* kt) {
   const int n_tokens = static_cast<int>(seq_of.size());
   std::vector<float> q(static_cast<std::size_t>(n_tokens) * dim), out(q.size());
   for (float& f : q) f = dist(rng);
-  const paged_kv_layer kv{k.data(), v.data(), block_stride, block_size, kv_dim};
+  std::vector<paged_kv_layer> layers;
+  for (std::size_t l = 0; l < n_layers; ++l)
+    layers.push_back(kv_type == pagedserve::dtype::f16
+                         ? paged_kv_layer{k16.data() + l * layer_elements, v16.data() + l * layer_elements, block_stride,
+                                          block_size, kv_dim, pagedserve::dtype::f16}
+                         : paged_kv_layer{k.data() + l * layer_elements, v.data() + l * layer_elements, block_stride,
+                                          block_size, kv_dim});
   const attention_batch batch{seq_of.data(), pos_of.data(), tables.data(), offsets.data(), n_tokens, c.context};
 
+  std::size_t layer = 0;
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
+    const paged_kv_layer& kv = layers[layer++ % n_layers];
     if (kt) ops::paged_attention(*kt, out.data(), q.data(), kv, batch, c.n_heads, c.n_kv_heads, c.head_size);
     else reference::paged_attention(out.data(), q.data(), kv, batch, c.n_heads, c.n_kv_heads, c.head_size);
     benchmark::DoNotOptimize(out.data());
@@ -77,21 +93,29 @@ void bench(benchmark::State& state, attention_case c, const kernel_table* kt) {
   double positions = 0;
   for (int p : pos_of) positions += p + 1;
   const double flops = 4.0 * positions * c.n_heads * c.head_size;
-  const double kv_bytes = 2.0 * c.n_seqs * c.context * kv_dim * sizeof(float);
+  const double kv_bytes = 2.0 * c.n_seqs * c.context * kv_dim * pagedserve::dtype_size(kv_type);
   state.counters["GFLOP/s"] = flops / seconds / 1e9;
   state.counters["KV_GB/s"] = kv_bytes / seconds / 1e9;
-  if (!kt) reference_seconds()[c.name] = seconds;
-  else if (auto it = reference_seconds().find(c.name); it != reference_seconds().end())
+  const std::string name = kt ? std::string(c.name) + "/" + std::string(isa_name(kt->which)) : std::string(c.name);
+  if (!kt) baseline_seconds()[name] = seconds;
+  else if (auto it = baseline_seconds().find(c.name); it != baseline_seconds().end())
     state.counters["ratio_vs_reference"] = it->second / seconds;
+  if (kt && kv_type == pagedserve::dtype::f32) baseline_seconds()[name] = seconds;
+  if (kt && kv_type == pagedserve::dtype::f16)
+    if (auto it = baseline_seconds().find(name); it != baseline_seconds().end())
+      state.counters["ratio_vs_f32"] = it->second / seconds;
 }
 
 const bool registered = [] {
   for (const attention_case& c : cases) {
-    benchmark::RegisterBenchmark((std::string(c.name) + "/reference").c_str(), bench, c, nullptr)
+    benchmark::RegisterBenchmark((std::string(c.name) + "/reference").c_str(), bench, c, nullptr, pagedserve::dtype::f32)
         ->Unit(benchmark::kMillisecond);
-    for (const kernel_table* kt : kernel_tables_supported())
-      benchmark::RegisterBenchmark((std::string(c.name) + "/" + std::string(isa_name(kt->which))).c_str(), bench, c, kt)
+    for (const kernel_table* kt : kernel_tables_supported()) {
+      const std::string name = std::string(c.name) + "/" + std::string(isa_name(kt->which));
+      benchmark::RegisterBenchmark(name.c_str(), bench, c, kt, pagedserve::dtype::f32)->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark((name + "/f16").c_str(), bench, c, kt, pagedserve::dtype::f16)
           ->Unit(benchmark::kMillisecond);
+    }
   }
   return true;
 }();

@@ -62,8 +62,8 @@ int run_serve(const cli_options& o, const served_model& lm) {
   spdlog::info("replica name '{}' (in /health and as label replica on every /metrics series)", s.replica_name());
   spdlog::info("serving '{}' (dim {}, {} layers, vocab {}, context {}) on http://{}:{} (WebSocket /v1/ws, OpenAI /v1/completions and /v1/chat/completions, GET /health, GET /metrics)",
                lm.weights->name, mc.dim, mc.n_layers, mc.vocab_size, mc.seq_len, c.server.host, *port);
-  spdlog::info("engine: kv_blocks {} x {} tokens, max_num_seqs {}, max_num_batched_tokens {}, weights {} ({}), kernels {}",
-               c.engine.kv_blocks, c.engine.block_size, c.engine.max_num_seqs, c.engine.max_num_batched_tokens,
+  spdlog::info("engine: kv_blocks {} x {} tokens ({} cache), max_num_seqs {}, max_num_batched_tokens {}, weights {} ({}), kernels {}",
+               c.engine.kv_blocks, c.engine.block_size, c.engine.kv_cache_dtype, c.engine.max_num_seqs, c.engine.max_num_batched_tokens,
                dtype_name(lm.weights->layers.empty() ? lm.weights->classifier.type : lm.weights->layers[0].wq.type),
                c.model.quantize == "none" ? "as stored" : "quantize " + c.model.quantize,
                kernels::isa_name(kernels::kernel_table_select(c.engine.kernels)->which));

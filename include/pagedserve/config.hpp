@@ -33,7 +33,7 @@ struct server_config {
 };
 
 struct engine_config {
-  int kv_blocks = 1024;                // KV pool size in blocks (memory: blocks * block_size * layers * 2 * kv_dim * 4 B)
+  int kv_blocks = 1024;                // KV pool size in blocks (memory: blocks * block_size * layers * 2 * kv_dim * 4 B, 2 B for f16)
   int block_size = 16;                 // tokens per KV block
   int max_num_seqs = 64;               // sequences per engine step
   int max_num_batched_tokens = 512;    // tokens per engine step (prefill chunks + decodes)
@@ -43,6 +43,11 @@ struct engine_config {
   // 0 = only max_num_batched_tokens bounds a step.
   double max_decode_slowdown = 2.0;
   bool prefix_caching = true;          // reuse computed KV blocks of shared prompt prefixes
+  // Element type of the KV cache: f32, or f16 (half the memory per token, and half the bytes each
+  // decode step reads through attention, its largest cost at long contexts; keys and values are
+  // rounded to fp16 as they are stored, so outputs differ slightly from f32's, as llama.cpp's f16
+  // cache does; still batch invariant).
+  std::string kv_cache_dtype = "f32";
   int threads = 0;                     // TBB arena for the kernels; 0 = all cores
   std::string kernels = "auto";        // force a kernel variant: auto, scalar, avx2, avx2_vnni, avx512, avx512_vnni
 };

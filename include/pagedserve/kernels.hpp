@@ -79,6 +79,13 @@ struct kernel_table {
   // other rows of the step (batch invariance).
   void (*attend_block)(float* acc, float* row_max, float* row_sum, const float* q, const float* k, const float* v,
                        int j0, int n, int stride, int head_size, float scale, float* scores);
+  // The same over an fp16 K/V cache: each key and value element is widened exactly to fp32 and goes
+  // through attend_block's very arithmetic, so it gives attend_block's bits over the widened block.
+  void (*attend_block_f16)(float* acc, float* row_max, float* row_sum, const float* q, const std::uint16_t* k,
+                           const std::uint16_t* v, int j0, int n, int stride, int head_size, float scale,
+                           float* scores);
+  // out[n] = fp16 of x[n], rounded to nearest even (f32_to_f16's bits): how K/V enter an fp16 cache.
+  void (*f32_to_f16_row)(std::uint16_t* out, const float* x, int n);
 };
 
 // Best table for this CPU, or the one forced by name ("scalar", "avx2", "avx2_vnni", "avx512",
@@ -89,13 +96,25 @@ const kernel_table* kernel_table_select(std::string_view forced = "auto");
 std::span<const kernel_table* const> kernel_tables_supported();
 
 // Read access to one layer of the paged KV pool. Token slot s of block b lives at
-// k_base + b * block_stride + s * kv_dim (same for v_base). Units: floats.
+// k_base + b * block_stride + s * kv_dim (same for v_base). Units: elements of `type` (f32 or f16).
 struct paged_kv_layer {
-  float* k_base = nullptr;
-  float* v_base = nullptr;
+  void* k_base = nullptr;
+  void* v_base = nullptr;
   std::size_t block_stride = 0;
   int block_size = 0;
   int kv_dim = 0;  // n_kv_heads * head_size
+  dtype type = dtype::f32;
+
+  // Element e of token slot s of block b, widened to fp32 (the reference and tests read through it).
+  float key(std::size_t block, int slot, int e) const { return element(k_base, block, slot, e); }
+  float value(std::size_t block, int slot, int e) const { return element(v_base, block, slot, e); }
+
+ private:
+  float element(const void* base, std::size_t block, int slot, int e) const {
+    const std::size_t i = block * block_stride + static_cast<std::size_t>(slot) * kv_dim + e;
+    return type == dtype::f16 ? f16_to_f32(static_cast<const std::uint16_t*>(base)[i])
+                              : static_cast<const float*>(base)[i];
+  }
 };
 
 // One flat step batch as attention sees it: token t belongs to sequence seq_of_token[t] and sits at

@@ -1,6 +1,7 @@
 #pragma once
 // The KV-cache memory: one preallocated pool of fixed-size blocks for every layer. Which sequence
-// owns which block is decided elsewhere (block_pool / kv_allocator); this class only holds the floats.
+// owns which block is decided elsewhere (block_pool / kv_allocator); this class only holds the
+// elements, fp32 or fp16 (half the memory and half the bytes each decode step reads; see README).
 // Layout: [layer][block][k|v][slot in block][kv_dim], so a layer's blocks are contiguous.
 #include <cstddef>
 #include <memory>
@@ -11,26 +12,34 @@ namespace pagedserve {
 
 class kv_cache {
  public:
-  kv_cache(int n_layers, int n_blocks, int block_size, int kv_dim);
+  // type: dtype::f32 or dtype::f16.
+  kv_cache(int n_layers, int n_blocks, int block_size, int kv_dim, dtype type = dtype::f32);
 
   kernels::paged_kv_layer layer(int l) const;
-  // Where token slot `slot` (block * block_size + offset) of layer l keeps its key; value follows after
-  // block_size * kv_dim floats.
-  float* key_at(int layer, int slot) const;
-  float* value_at(int layer, int slot) const;
+  // Stores one token's key and value (kv_dim floats each) in slot `slot` (block * block_size +
+  // offset) of layer l, rounded to nearest even for fp16 by the table's conversion.
+  void store(const kernels::kernel_table& kt, int layer, int slot, const float* key, const float* value) const;
   // Copies block `from`'s keys and values into block `to`, in every layer (copy on write).
   void copy_block(int from, int to);
 
   int n_blocks() const { return n_blocks_; }
   int block_size() const { return block_size_; }
-  std::size_t bytes() const { return n_floats_ * sizeof(float); }
+  dtype type() const { return type_; }
+  std::size_t bytes() const { return n_elements_ * dtype_size(type_); }
+  // Bytes one token slot takes over all layers (keys and values).
+  static std::size_t bytes_per_token(int n_layers, int kv_dim, dtype type) {
+    return 2 * static_cast<std::size_t>(n_layers) * kv_dim * dtype_size(type);
+  }
 
  private:
+  std::byte* element(std::size_t i) const { return data_.get() + i * dtype_size(type_); }
+
   int n_layers_, n_blocks_, block_size_, kv_dim_;
-  std::size_t block_stride_;  // floats per block of one layer (K and V)
-  std::size_t layer_stride_;  // floats per layer
-  std::size_t n_floats_;
-  std::unique_ptr<float[]> data_;
+  dtype type_;
+  std::size_t block_stride_;  // elements per block of one layer (K and V)
+  std::size_t layer_stride_;  // elements per layer
+  std::size_t n_elements_;
+  std::unique_ptr<std::byte[]> data_;
 };
 
 }  // namespace pagedserve

@@ -91,7 +91,7 @@ std::expected<config, std::vector<std::string>> config_load(const std::filesyste
         .field("max_num_seqs", c.engine.max_num_seqs).field("max_num_batched_tokens", c.engine.max_num_batched_tokens)
         .field("max_waiting", c.engine.max_waiting).field("threads", c.engine.threads).field("kernels", c.engine.kernels)
         .field("max_decode_slowdown", c.engine.max_decode_slowdown)
-        .field("prefix_caching", c.engine.prefix_caching);
+        .field("prefix_caching", c.engine.prefix_caching).field("kv_cache_dtype", c.engine.kv_cache_dtype);
     r.reject_unknown();
   }
   if (auto s = section("model")) {
@@ -136,6 +136,8 @@ std::vector<std::string> config_validate(const config& c) {
   if (!(c.engine.max_decode_slowdown == 0 || c.engine.max_decode_slowdown >= 1))
     e.push_back("engine.max_decode_slowdown must be 0 (no bound) or at least 1");
   if (c.engine.max_waiting < 1) e.push_back("engine.max_waiting must be positive");
+  if (c.engine.kv_cache_dtype != "f32" && c.engine.kv_cache_dtype != "f16")
+    e.push_back("engine.kv_cache_dtype must be f32 or f16 (got '" + c.engine.kv_cache_dtype + "')");
   if (c.engine.threads < 0) e.push_back("engine.threads must be >= 0");
   if (c.engine.kernels != "auto" && c.engine.kernels != "scalar" && c.engine.kernels != "avx2" &&
       c.engine.kernels != "avx2_vnni" && c.engine.kernels != "avx512" && c.engine.kernels != "avx512_vnni")

@@ -1,15 +1,16 @@
 #pragma once
-// One query row's online-softmax step over one K/V block (kernel_table::attend_block), written once
-// over a table's own dot and axpy; the scalar and AVX2 tables use it as is, the AVX-512 table for head
-// sizes it has no register-resident variant of.
+// One query row's online-softmax step over one K/V block (kernel_table::attend_block and, with KV =
+// uint16_t, attend_block_f16), written once over a table's own dot and axpy (which widen fp16 K/V
+// exactly as they read it); the scalar and AVX2 tables use it as is, the AVX-512 table for head sizes
+// it has no register-resident variant of.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 
 namespace pagedserve::kernels {
 
-template <auto dot, auto axpy>
-void attend_block_generic(float* acc, float* row_max, float* row_sum, const float* q, const float* k, const float* v,
+template <class KV, auto dot, auto axpy>
+void attend_block_generic(float* acc, float* row_max, float* row_sum, const float* q, const KV* k, const KV* v,
                           int j0, int n, int stride, int head_size, float scale, float* scores) {
   float block_max = -INFINITY;
   for (int j = j0; j < n; ++j) {

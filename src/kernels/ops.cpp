@@ -296,8 +296,7 @@ void paged_attention(const kernel_table& kt, float* out, const float* q, const p
     const std::size_t kv_off = static_cast<std::size_t>(kvh) * head_size;
     for (int b = first_start / kv.block_size; b * kv.block_size <= last_pos; ++b) {
       const int p0 = b * kv.block_size;
-      const float* k_block = kv.k_base + table[b] * kv.block_stride + kv_off;
-      const float* v_block = kv.v_base + table[b] * kv.block_stride + kv_off;
+      const std::size_t block_off = table[b] * kv.block_stride + kv_off;  // elements, fp32 or fp16
       for (int r = 0; r < n_rows; ++r) {
         const int t = tile.first_token + r / group, h = kvh * group + r % group;
         // Causal, up to its own position; from the window's start when there is one.
@@ -305,8 +304,15 @@ void paged_attention(const kernel_table& kt, float* out, const float* q, const p
         const int j0 = std::max(0, attention_start(batch, batch.pos_of_token[t]) - p0);
         if (n <= j0) continue;
         const float* qh = q + static_cast<std::size_t>(t) * dim + static_cast<std::size_t>(h) * head_size;
-        kt.attend_block(st.acc.data() + static_cast<std::size_t>(r) * head_size, &st.max[r], &st.sum[r], qh, k_block,
-                        v_block, j0, n, kv.kv_dim, head_size, scale, st.scores.data());
+        float* acc = st.acc.data() + static_cast<std::size_t>(r) * head_size;
+        if (kv.type == dtype::f16)
+          kt.attend_block_f16(acc, &st.max[r], &st.sum[r], qh, static_cast<const std::uint16_t*>(kv.k_base) + block_off,
+                              static_cast<const std::uint16_t*>(kv.v_base) + block_off, j0, n, kv.kv_dim, head_size,
+                              scale, st.scores.data());
+        else
+          kt.attend_block(acc, &st.max[r], &st.sum[r], qh, static_cast<const float*>(kv.k_base) + block_off,
+                          static_cast<const float*>(kv.v_base) + block_off, j0, n, kv.kv_dim, head_size, scale,
+                          st.scores.data());
       }
     }
     for (int r = 0; r < n_rows; ++r) {

@@ -140,19 +140,17 @@ void paged_attention(float* out, const float* q, const paged_kv_layer& kv, const
       const float* qh = q + static_cast<std::size_t>(t) * dim + h * head_size;
       const int kv_off = (h / group) * head_size;
       for (int p = start; p < n_ctx; ++p) {
-        const float* k = kv.k_base + table[p / kv.block_size] * kv.block_stride +
-                         static_cast<std::size_t>(p % kv.block_size) * kv.kv_dim + kv_off;
+        const std::size_t block = static_cast<std::size_t>(table[p / kv.block_size]);
         float s = 0.0f;
-        for (int i = 0; i < head_size; ++i) s += qh[i] * k[i];
+        for (int i = 0; i < head_size; ++i) s += qh[i] * kv.key(block, p % kv.block_size, kv_off + i);
         scores[p - start] = s * scale;
       }
       softmax(scores, n_ctx - start);
       float* oh = out + static_cast<std::size_t>(t) * dim + h * head_size;
       for (int i = 0; i < head_size; ++i) oh[i] = 0.0f;
       for (int p = start; p < n_ctx; ++p) {
-        const float* v = kv.v_base + table[p / kv.block_size] * kv.block_stride +
-                         static_cast<std::size_t>(p % kv.block_size) * kv.kv_dim + kv_off;
-        for (int i = 0; i < head_size; ++i) oh[i] += scores[p - start] * v[i];
+        const std::size_t block = static_cast<std::size_t>(table[p / kv.block_size]);
+        for (int i = 0; i < head_size; ++i) oh[i] += scores[p - start] * kv.value(block, p % kv.block_size, kv_off + i);
       }
     }
   }

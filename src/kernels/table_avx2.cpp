@@ -175,25 +175,27 @@ void matmul_rows_avx2(float* out, const float* x, const typename L::elem* w, int
   }
 }
 
-// Four accumulators so long reductions are not bound by FMA latency.
-float dot_avx2(const float* a, const float* b, int n) {
+// Four accumulators so long reductions are not bound by FMA latency. b is read through L (fp32, or
+// the fp16 K/V cache widened exactly).
+template <class L>
+float dot_avx2(const float* a, const typename L::elem* b, int n) {
   __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
   int i = 0;
   for (; i + 32 <= n; i += 32) {
-    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-    s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
-    s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), L::full(b + i), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), L::full(b + i + 8), s1);
+    s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), L::full(b + i + 16), s2);
+    s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), L::full(b + i + 24), s3);
   }
-  for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+  for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), L::full(b + i), s0);
   if (i < n) {
     const __m256i m = tail_mask(n - i);
-    s1 = _mm256_fmadd_ps(_mm256_maskload_ps(a + i, m), _mm256_maskload_ps(b + i, m), s1);
+    s1 = _mm256_fmadd_ps(_mm256_maskload_ps(a + i, m), L::tail(b + i, n - i, m), s1);
   }
   return reduce8(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
 }
 
-float sum_squares_avx2(const float* x, int n) { return dot_avx2(x, x, n); }
+float sum_squares_avx2(const float* x, int n) { return dot_avx2<load_f32>(x, x, n); }
 
 // Same two roundings as the reference: weight * (scale * x).
 void scale_mul_avx2(float* out, const float* x, const float* weight, float scale, int n) {
@@ -208,15 +210,23 @@ void scale_mul_avx2(float* out, const float* x, const float* weight, float scale
   }
 }
 
-void axpy_avx2(float* y, float a, const float* x, int n) {
+template <class L>
+void axpy_avx2(float* y, float a, const typename L::elem* x, int n) {
   const __m256 av = _mm256_set1_ps(a);
   int i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, L::full(x + i), _mm256_loadu_ps(y + i)));
   if (i < n) {
     const __m256i m = tail_mask(n - i);
-    _mm256_maskstore_ps(y + i, m, _mm256_fmadd_ps(av, _mm256_maskload_ps(x + i, m), _mm256_maskload_ps(y + i, m)));
+    _mm256_maskstore_ps(y + i, m, _mm256_fmadd_ps(av, L::tail(x + i, n - i, m), _mm256_maskload_ps(y + i, m)));
   }
+}
+
+void f32_to_f16_row_avx2(std::uint16_t* out, const float* x, int n) {
+  int i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; i < n; ++i) out[i] = f32_to_f16(x[i]);
 }
 
 // 2^n for integer-valued n in [-126, 127], built directly in the exponent field.
@@ -264,14 +274,18 @@ void swiglu_avx2(float* gate, const float* up, int n) {
 extern const kernel_table kernel_table_avx2 = {
     isa::avx2, matmul_rows_avx2<load_f32>, matmul_rows_avx2<load_bf16>, matmul_rows_avx2<load_f16>,
     detail::matmul_i8_avx2, detail::quantize_token_u8_avx2,
-    sum_squares_avx2, scale_mul_avx2, axpy_avx2, swiglu_avx2, attend_block_generic<dot_avx2, axpy_avx2>,
+    sum_squares_avx2, scale_mul_avx2, axpy_avx2<load_f32>, swiglu_avx2,
+    attend_block_generic<float, dot_avx2<load_f32>, axpy_avx2<load_f32>>,
+    attend_block_generic<std::uint16_t, dot_avx2<load_f16>, axpy_avx2<load_f16>>, f32_to_f16_row_avx2,
 };
 
 // The same with the int8 matmul on AVX-VNNI.
 extern const kernel_table kernel_table_avx2_vnni = {
     isa::avx2_vnni, matmul_rows_avx2<load_f32>, matmul_rows_avx2<load_bf16>, matmul_rows_avx2<load_f16>,
     detail::matmul_i8_avx2_vnni, detail::quantize_token_u8_avx2,
-    sum_squares_avx2, scale_mul_avx2, axpy_avx2, swiglu_avx2, attend_block_generic<dot_avx2, axpy_avx2>,
+    sum_squares_avx2, scale_mul_avx2, axpy_avx2<load_f32>, swiglu_avx2,
+    attend_block_generic<float, dot_avx2<load_f32>, axpy_avx2<load_f32>>,
+    attend_block_generic<std::uint16_t, dot_avx2<load_f16>, axpy_avx2<load_f16>>, f32_to_f16_row_avx2,
 };
 
 }  // namespace pagedserve::kernels

@@ -192,25 +192,27 @@ void matmul_rows_avx512(float* out, const float* x, const typename L::elem* w, i
   }
 }
 
-// Four accumulators so long reductions are not bound by FMA latency.
-float dot_avx512(const float* a, const float* b, int n) {
+// Four accumulators so long reductions are not bound by FMA latency. b is read through L (fp32, or
+// the fp16 K/V cache widened exactly).
+template <class L>
+float dot_avx512(const float* a, const typename L::elem* b, int n) {
   __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
   int i = 0;
   for (; i + 64 <= n; i += 64) {
-    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
-    s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
-    s2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 32), _mm512_loadu_ps(b + i + 32), s2);
-    s3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 48), _mm512_loadu_ps(b + i + 48), s3);
+    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), L::full(b + i), s0);
+    s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), L::full(b + i + 16), s1);
+    s2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 32), L::full(b + i + 32), s2);
+    s3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 48), L::full(b + i + 48), s3);
   }
-  for (; i + 16 <= n; i += 16) s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+  for (; i + 16 <= n; i += 16) s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), L::full(b + i), s0);
   if (i < n) {
     const __mmask16 m = tail_mask(n - i);
-    s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s1);
+    s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), L::tail(m, b + i), s1);
   }
   return reduce16(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
 }
 
-float sum_squares_avx512(const float* x, int n) { return dot_avx512(x, x, n); }
+float sum_squares_avx512(const float* x, int n) { return dot_avx512<load_f32>(x, x, n); }
 
 // Same two roundings as the reference: weight * (scale * x).
 void scale_mul_avx512(float* out, const float* x, const float* weight, float scale, int n) {
@@ -225,14 +227,25 @@ void scale_mul_avx512(float* out, const float* x, const float* weight, float sca
   }
 }
 
-void axpy_avx512(float* y, float a, const float* x, int n) {
+template <class L>
+void axpy_avx512(float* y, float a, const typename L::elem* x, int n) {
   const __m512 av = _mm512_set1_ps(a);
   int i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(av, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_fmadd_ps(av, L::full(x + i), _mm512_loadu_ps(y + i)));
   if (i < n) {
     const __mmask16 m = tail_mask(n - i);
-    _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
+    _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(av, L::tail(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
+  }
+}
+
+void f32_to_f16_row_avx512(std::uint16_t* out, const float* x, int n) {
+  constexpr int round = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  int i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtps_ph(_mm512_loadu_ps(x + i), round));
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    _mm256_mask_storeu_epi16(out + i, m, _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), round));
   }
 }
 
@@ -275,15 +288,15 @@ void swiglu_avx512(float* gate, const float* up, int n) {
 // reduce16(p[i]), bit for bit, at 30 shuffles and 15 adds for all sixteen.
 inline __m512 reduce16x16(const __m512 (&p)[16]) {
   __m512 l1[8], l2[4], l3[2];
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < 8; ++i)  // (i, i+8): [x_lo | y_lo] + [x_hi | y_hi]
     l1[i] = _mm512_add_ps(_mm512_shuffle_f32x4(p[2 * i], p[2 * i + 1], 0x44),
                           _mm512_shuffle_f32x4(p[2 * i], p[2 * i + 1], 0xEE));
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < 4; ++i)  // (i, i+4): 128-bit lane c of l2[i] belongs to accumulator 4i + c
     l2[i] = _mm512_add_ps(_mm512_shuffle_f32x4(l1[2 * i], l1[2 * i + 1], 0x88),
                           _mm512_shuffle_f32x4(l1[2 * i], l1[2 * i + 1], 0xDD));
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < 2; ++i)  // (i, i+2): lane c of l3[i] holds accumulators 8i + c and 8i + 4 + c
     l3[i] = _mm512_add_ps(_mm512_shuffle_ps(l2[2 * i], l2[2 * i + 1], 0x44),
                           _mm512_shuffle_ps(l2[2 * i], l2[2 * i + 1], 0xEE));
@@ -294,27 +307,27 @@ inline __m512 reduce16x16(const __m512 (&p)[16]) {
 
 // attend_block with head_size = 16 * NV: q and the accumulator stay in registers across the block's
 // keys; scores are reduced 16 keys at a time (reduce16x16) and their weights exponentiated 16 at a
-// time (exp_avx512, about 1 ulp from std::exp).
-template <int NV>
-void attend_block_registers(float* acc, float* row_max, float* row_sum, const float* q, const float* k,
-                            const float* v, int j0, int n, int stride, float scale, float* scores) {
+// time (exp_avx512, about 1 ulp from std::exp). K and V are read through L (fp32 or fp16).
+template <class L, int NV>
+void attend_block_registers(float* acc, float* row_max, float* row_sum, const float* q, const typename L::elem* k,
+                            const typename L::elem* v, int j0, int n, int stride, float scale, float* scores) {
   __m512 qv[NV], a[NV];
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int c = 0; c < NV; ++c) qv[c] = _mm512_loadu_ps(q + 16 * c);
   __m512 max_v = _mm512_set1_ps(-INFINITY);
   for (int jb = j0; jb < n; jb += 16) {
     const int count = std::min(16, n - jb);
     __m512 p[16];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < 16; ++i) {
       if (i >= count) {
         p[i] = _mm512_setzero_ps();
         continue;
       }
-      const float* kj = k + static_cast<std::size_t>(jb + i) * stride;
-      p[i] = _mm512_mul_ps(qv[0], _mm512_loadu_ps(kj));
-      #pragma GCC unroll 16
-      for (int c = 1; c < NV; ++c) p[i] = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(kj + 16 * c), p[i]);
+      const typename L::elem* kj = k + static_cast<std::size_t>(jb + i) * stride;
+      p[i] = _mm512_mul_ps(qv[0], L::full(kj));
+#pragma GCC unroll 16
+      for (int c = 1; c < NV; ++c) p[i] = _mm512_fmadd_ps(qv[c], L::full(kj + 16 * c), p[i]);
     }
     const __mmask16 m = tail_mask(count);
     const __m512 s = _mm512_mul_ps(reduce16x16(p), _mm512_set1_ps(scale));
@@ -322,13 +335,13 @@ void attend_block_registers(float* acc, float* row_max, float* row_sum, const fl
     max_v = _mm512_mask_max_ps(max_v, m, max_v, s);
   }
   const float block_max = _mm512_reduce_max_ps(max_v);
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int c = 0; c < NV; ++c) a[c] = _mm512_loadu_ps(acc + 16 * c);
   const float new_max = std::max(*row_max, block_max);
   if (new_max > *row_max) {
     const float rescale = std::exp(*row_max - new_max);  // 0 for the first block
     *row_sum *= rescale;
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int c = 0; c < NV; ++c) a[c] = _mm512_mul_ps(a[c], _mm512_set1_ps(rescale));
     *row_max = new_max;
   }
@@ -342,22 +355,24 @@ void attend_block_registers(float* acc, float* row_max, float* row_sum, const fl
   *row_sum += reduce16(w_sum);
   for (int j = j0; j < n; ++j) {
     const __m512 w = _mm512_set1_ps(scores[j]);
-    const float* vj = v + static_cast<std::size_t>(j) * stride;
-    #pragma GCC unroll 16
-    for (int c = 0; c < NV; ++c) a[c] = _mm512_fmadd_ps(w, _mm512_loadu_ps(vj + 16 * c), a[c]);
+    const typename L::elem* vj = v + static_cast<std::size_t>(j) * stride;
+#pragma GCC unroll 16
+    for (int c = 0; c < NV; ++c) a[c] = _mm512_fmadd_ps(w, L::full(vj + 16 * c), a[c]);
   }
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int c = 0; c < NV; ++c) _mm512_storeu_ps(acc + 16 * c, a[c]);
 }
 
-void attend_block_avx512(float* acc, float* row_max, float* row_sum, const float* q, const float* k, const float* v,
-                         int j0, int n, int stride, int head_size, float scale, float* scores) {
+template <class L>
+void attend_block_avx512(float* acc, float* row_max, float* row_sum, const float* q, const typename L::elem* k,
+                         const typename L::elem* v, int j0, int n, int stride, int head_size, float scale,
+                         float* scores) {
   switch (head_size) {
-    case 64: return attend_block_registers<4>(acc, row_max, row_sum, q, k, v, j0, n, stride, scale, scores);
-    case 128: return attend_block_registers<8>(acc, row_max, row_sum, q, k, v, j0, n, stride, scale, scores);
+    case 64: return attend_block_registers<L, 4>(acc, row_max, row_sum, q, k, v, j0, n, stride, scale, scores);
+    case 128: return attend_block_registers<L, 8>(acc, row_max, row_sum, q, k, v, j0, n, stride, scale, scores);
     default:
-      return attend_block_generic<dot_avx512, axpy_avx512>(acc, row_max, row_sum, q, k, v, j0, n, stride, head_size,
-                                                           scale, scores);
+      return attend_block_generic<typename L::elem, dot_avx512<L>, axpy_avx512<L>>(acc, row_max, row_sum, q, k, v, j0,
+                                                                                    n, stride, head_size, scale, scores);
   }
 }
 
@@ -366,14 +381,16 @@ void attend_block_avx512(float* acc, float* row_max, float* row_sum, const float
 extern const kernel_table kernel_table_avx512 = {
     isa::avx512, matmul_rows_avx512<load_f32>, matmul_rows_avx512<load_bf16>, matmul_rows_avx512<load_f16>,
     detail::matmul_i8_avx512, detail::quantize_token_u8_avx512,
-    sum_squares_avx512, scale_mul_avx512, axpy_avx512, swiglu_avx512, attend_block_avx512,
+    sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_block_avx512<load_f32>,
+    attend_block_avx512<load_f16>, f32_to_f16_row_avx512,
 };
 
 // The same with the int8 matmul on AVX512-VNNI.
 extern const kernel_table kernel_table_avx512_vnni = {
     isa::avx512_vnni, matmul_rows_avx512<load_f32>, matmul_rows_avx512<load_bf16>, matmul_rows_avx512<load_f16>,
     detail::matmul_i8_avx512_vnni, detail::quantize_token_u8_avx512,
-    sum_squares_avx512, scale_mul_avx512, axpy_avx512, swiglu_avx512, attend_block_avx512,
+    sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_block_avx512<load_f32>,
+    attend_block_avx512<load_f16>, f32_to_f16_row_avx512,
 };
 
 }  // namespace pagedserve::kernels

@@ -9,9 +9,14 @@
 namespace pagedserve::kernels {
 namespace {
 
-float dot_scalar(const float* a, const float* b, int n) {
+inline float as_f32(float x) { return x; }
+inline float as_f32(std::uint16_t h) { return f16_to_f32(h); }  // the fp16 K/V cache
+
+// b is fp32 or fp16 (widened exactly as it is read).
+template <class B>
+float dot_scalar(const float* a, const B* b, int n) {
   float sum = 0.0f;
-  for (int i = 0; i < n; ++i) sum += a[i] * b[i];
+  for (int i = 0; i < n; ++i) sum += a[i] * as_f32(b[i]);
   return sum;
 }
 
@@ -20,7 +25,7 @@ void matmul_rows_scalar(float* out, const float* x, const float* w, int n_tokens
   for (int o = o_begin; o < o_end; ++o) {
     const float* wo = w + static_cast<std::size_t>(o) * n_in;
     for (int t = 0; t < n_tokens; ++t)
-      out[static_cast<std::size_t>(t) * n_out + o] = dot_scalar(x + static_cast<std::size_t>(t) * n_in, wo, n_in);
+      out[static_cast<std::size_t>(t) * n_out + o] = dot_scalar<float>(x + static_cast<std::size_t>(t) * n_in, wo, n_in);
   }
 }
 
@@ -59,14 +64,19 @@ void matmul_i8_scalar(float* out, const std::uint8_t* xq, const float* x_scales,
   }
 }
 
-float sum_squares_scalar(const float* x, int n) { return dot_scalar(x, x, n); }
+float sum_squares_scalar(const float* x, int n) { return dot_scalar<float>(x, x, n); }
 
 void scale_mul_scalar(float* out, const float* x, const float* weight, float scale, int n) {
   for (int i = 0; i < n; ++i) out[i] = weight[i] * (scale * x[i]);
 }
 
-void axpy_scalar(float* y, float a, const float* x, int n) {
-  for (int i = 0; i < n; ++i) y[i] += a * x[i];
+template <class X>
+void axpy_scalar(float* y, float a, const X* x, int n) {
+  for (int i = 0; i < n; ++i) y[i] += a * as_f32(x[i]);
+}
+
+void f32_to_f16_row_scalar(std::uint16_t* out, const float* x, int n) {
+  for (int i = 0; i < n; ++i) out[i] = f32_to_f16(x[i]);
 }
 
 void swiglu_scalar(float* gate, const float* up, int n) {
@@ -81,8 +91,9 @@ void swiglu_scalar(float* gate, const float* up, int n) {
 extern const kernel_table kernel_table_scalar = {
     isa::scalar, matmul_rows_scalar, matmul_rows_16_scalar<bf16_to_f32>, matmul_rows_16_scalar<f16_to_f32>, matmul_i8_scalar,
     reference::quantize_token_u8,
-    sum_squares_scalar, scale_mul_scalar, axpy_scalar, swiglu_scalar,
-    attend_block_generic<dot_scalar, axpy_scalar>,
+    sum_squares_scalar, scale_mul_scalar, axpy_scalar<float>, swiglu_scalar,
+    attend_block_generic<float, dot_scalar<float>, axpy_scalar<float>>,
+    attend_block_generic<std::uint16_t, dot_scalar<std::uint16_t>, axpy_scalar<std::uint16_t>>, f32_to_f16_row_scalar,
 };
 
 }  // namespace pagedserve::kernels

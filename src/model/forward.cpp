@@ -73,10 +73,8 @@ float* forward_pass::run(const step_batch& b, const kv_cache& cache) {
     }
     ops::rope(q_.data(), rope_cos_.data(), rope_sin_.data(), T, c.n_heads, hs, c.rope);
     ops::rope(k_.data(), rope_cos_.data(), rope_sin_.data(), T, c.n_kv_heads, hs, c.rope);
-    for (int t = 0; t < T; ++t) {  // this step's keys and values into their paged slots
-      std::memcpy(cache.key_at(l, b.slots[t]), &k_[static_cast<std::size_t>(t) * kv_dim], kv_dim * sizeof(float));
-      std::memcpy(cache.value_at(l, b.slots[t]), &v_[static_cast<std::size_t>(t) * kv_dim], kv_dim * sizeof(float));
-    }
+    for (int t = 0; t < T; ++t)  // this step's keys and values into their paged slots
+      cache.store(kt_, l, b.slots[t], &k_[static_cast<std::size_t>(t) * kv_dim], &v_[static_cast<std::size_t>(t) * kv_dim]);
     ab.window = c.attention_window(l);
     ops::paged_attention(kt_, att_.data(), q_.data(), cache.layer(l), ab, c.n_heads, c.n_kv_heads, hs);
     ops::matmul(kt_, xb2_.data(), att_.data(), w.wo, T);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <string>
@@ -25,7 +26,8 @@ constexpr int sizes_tokens[] = {1, 3, 5, 33};
 class kernel_table_test : public testing::TestWithParam<const kernel_table*> {
  protected:
   const kernel_table& kt() const { return *GetParam(); }
-  void check_attention_invariance(int head_size);  // paged_attention_is_batch_invariant at one head size
+  // paged_attention_is_batch_invariant at one head size, over an fp32 or fp16 K/V pool
+  void check_attention_invariance(int head_size, dtype kv_type);
   std::mt19937 rng_{1234};
 };
 
@@ -101,10 +103,44 @@ TEST_P(kernel_table_test, sum_squares_axpy_match_scalar_loops) {
   }
 }
 
+// A K/V pool stored as fp16 (f32_to_f16 of an fp32 pool), and its values widened back to fp32.
+struct f16_pool {
+  std::vector<std::uint16_t> bits;
+  std::vector<float> widened;
+  explicit f16_pool(const std::vector<float>& values) {
+    for (float x : values) {
+      bits.push_back(f32_to_f16(x));
+      widened.push_back(f16_to_f32(bits.back()));
+    }
+  }
+};
+
+// How keys and values enter an fp16 cache: every table rounds as f32_to_f16 does (NaN stays NaN),
+// at every length (the tails).
+TEST_P(kernel_table_test, f32_to_f16_row_rounds_to_nearest_even) {
+  std::vector<float> x = random_vector(300, rng_, -70000.0f, 70000.0f);
+  const float edges[] = {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 65519.0f, 65520.0f, -1e9f, 6.1e-5f, 5.96e-8f, 2.98e-8f,
+                         2.99e-8f, 1e-10f, 1.00048828125f, 1.00146484375f, std::numeric_limits<float>::infinity()};
+  for (float e : edges) x.push_back(e), x.push_back(-e);
+  for (int i = 0; i < 40; ++i) x.push_back(std::ldexp(1.0f + static_cast<float>(i) / 64, -20 + i));  // subnormal..normal
+  for (int n : {1, 7, 8, 9, 15, 16, 17, 33, static_cast<int>(x.size())}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    std::vector<std::uint16_t> got(n + 1, 0xabcd);
+    kt().f32_to_f16_row(got.data(), x.data(), n);
+    for (int i = 0; i < n; ++i) ASSERT_EQ(got[i], f32_to_f16(x[i])) << "x=" << x[i];
+    EXPECT_EQ(got[n], 0xabcd) << "wrote past n";
+  }
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::uint16_t h = 0;
+  kt().f32_to_f16_row(&h, &nan, 1);
+  EXPECT_TRUE(std::isnan(f16_to_f32(h)));
+}
+
 // Builds a paged KV pool with shuffled block tables and a step mixing decode tokens and
-// chunked-prefill tokens, then compares ops::paged_attention with the reference.
+// chunked-prefill tokens, then compares ops::paged_attention with the reference. With an fp16 pool,
+// also with ops::paged_attention over the pool widened to fp32: the same bits.
 void check_paged_attention(const kernel_table& kt, int n_heads, int n_kv_heads, int head_size, std::mt19937& rng,
-                           int window = 0) {
+                           int window = 0, dtype kv_type = dtype::f32) {
   constexpr int block_size = 16;
   const int kv_dim = n_kv_heads * head_size;
   // (sequence length, tokens of this step at its end): decode steps and prefill chunks.
@@ -130,7 +166,10 @@ void check_paged_attention(const kernel_table& kt, int n_heads, int n_kv_heads, 
   const std::size_t block_stride = static_cast<std::size_t>(block_size) * kv_dim;
   auto k_pool = random_vector(n_blocks * block_stride, rng, -2.0f, 2.0f);
   auto v_pool = random_vector(n_blocks * block_stride, rng);
-  const paged_kv_layer kv{k_pool.data(), v_pool.data(), block_stride, block_size, kv_dim};
+  f16_pool k16(k_pool), v16(v_pool);
+  const paged_kv_layer kv = kv_type == dtype::f16
+                                ? paged_kv_layer{k16.bits.data(), v16.bits.data(), block_stride, block_size, kv_dim, dtype::f16}
+                                : paged_kv_layer{k_pool.data(), v_pool.data(), block_stride, block_size, kv_dim};
   const int n_tokens = static_cast<int>(seq_of_token.size());
   const attention_batch batch{seq_of_token.data(), pos_of_token.data(), block_tables.data(),
                               seq_block_offset.data(), n_tokens, max_context, window};
@@ -140,6 +179,13 @@ void check_paged_attention(const kernel_table& kt, int n_heads, int n_kv_heads, 
   ops::paged_attention(kt, got.data(), q.data(), kv, batch, n_heads, n_kv_heads, head_size);
   reference::paged_attention(want.data(), q.data(), kv, batch, n_heads, n_kv_heads, head_size);
   expect_close(got, want, std::max(max_context, head_size));
+  if (kv_type == dtype::f16) {
+    const paged_kv_layer widened{k16.widened.data(), v16.widened.data(), block_stride, block_size, kv_dim};
+    std::vector<float> got_widened(q.size());
+    ops::paged_attention(kt, got_widened.data(), q.data(), widened, batch, n_heads, n_kv_heads, head_size);
+    EXPECT_EQ(0, std::memcmp(got.data(), got_widened.data(), got.size() * sizeof(float)))
+        << "fp16 K/V must give the bits of the same values widened to fp32";
+  }
 }
 
 TEST_P(kernel_table_test, paged_attention_matches_reference) {
@@ -149,6 +195,10 @@ TEST_P(kernel_table_test, paged_attention_matches_reference) {
   }
   SCOPED_TRACE("MHA 4/4 head_size=12");
   check_paged_attention(kt(), 4, 4, 12, rng_);
+  for (int head_size : {12, 64, 128}) {  // the fp16 cache: generic and register-resident paths
+    SCOPED_TRACE("fp16 K/V, GQA 8/2 head_size=" + std::to_string(head_size));
+    check_paged_attention(kt(), 8, 2, head_size, rng_, 0, dtype::f16);
+  }
   for (int window : {1, 5, 16, 21}) {  // sliding windows inside, at and across block boundaries
     SCOPED_TRACE("window " + std::to_string(window));
     check_paged_attention(kt(), 8, 2, 16, rng_, window);
@@ -158,20 +208,25 @@ TEST_P(kernel_table_test, paged_attention_matches_reference) {
 // A query row's attention output is bit-identical whatever tile it lands in: alone as a decode token,
 // or at any offset of a prefill chunk, beside other sequences or not.
 TEST_P(kernel_table_test, paged_attention_is_batch_invariant) {
-  for (int head_size : {16, 64, 128}) {  // the generic and both register-resident AVX-512 paths
-    SCOPED_TRACE("head_size=" + std::to_string(head_size));
-    check_attention_invariance(head_size);
+  for (dtype kv_type : {dtype::f32, dtype::f16}) {
+    for (int head_size : {16, 64, 128}) {  // the generic and both register-resident AVX-512 paths
+      SCOPED_TRACE(std::string(dtype_name(kv_type)) + " K/V, head_size=" + std::to_string(head_size));
+      check_attention_invariance(head_size, kv_type);
+    }
   }
 }
 
-void kernel_table_test::check_attention_invariance(int head_size) {
+void kernel_table_test::check_attention_invariance(int head_size, dtype kv_type) {
   constexpr int block_size = 16, n_heads = 8, n_kv_heads = 2, len = 45;
   const int kv_dim = n_kv_heads * head_size, dim = n_heads * head_size;
   const std::size_t block_stride = static_cast<std::size_t>(block_size) * kv_dim;
   const int n_blocks = 8;
   auto k_pool = random_vector(n_blocks * block_stride, rng_, -2.0f, 2.0f);
   auto v_pool = random_vector(n_blocks * block_stride, rng_);
-  const paged_kv_layer kv{k_pool.data(), v_pool.data(), block_stride, block_size, kv_dim};
+  f16_pool k16(k_pool), v16(v_pool);
+  const paged_kv_layer kv = kv_type == dtype::f16
+                                ? paged_kv_layer{k16.bits.data(), v16.bits.data(), block_stride, block_size, kv_dim, dtype::f16}
+                                : paged_kv_layer{k_pool.data(), v_pool.data(), block_stride, block_size, kv_dim};
   const std::vector<std::int32_t> tables = {5, 1, 7, 2, 0, 3};  // sequence 0: blocks 5 1 7; sequence 1: 2 0 3
   const auto q_all = random_vector(static_cast<std::size_t>(len) * dim, rng_, -2.0f, 2.0f);  // a query per position
 

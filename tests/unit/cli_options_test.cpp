@@ -24,6 +24,14 @@ TEST(cli_options, scheduling_flags_override_the_defaults) {
   EXPECT_TRUE(on->settings.engine.prefix_caching);
 }
 
+TEST(cli_options, the_kv_cache_dtype_is_f32_or_f16) {
+  EXPECT_EQ(parse({"serve"})->settings.engine.kv_cache_dtype, "f32");
+  auto o = parse({"serve", "--kv-cache-dtype", "f16"});
+  ASSERT_TRUE(o.has_value()) << o.error().front();
+  EXPECT_EQ(o->settings.engine.kv_cache_dtype, "f16");
+  EXPECT_FALSE(parse({"serve", "--kv-cache-dtype", "fp8"}).has_value());
+}
+
 TEST(cli_options, bad_values_are_errors) {
   EXPECT_FALSE(parse({"serve", "--prefix-caching", "maybe"}).has_value());
   EXPECT_FALSE(parse({"serve", "--max-decode-slowdown", "fast"}).has_value());

@@ -45,6 +45,18 @@ TEST(config, scheduling_bounds_and_prefix_caching_are_read_and_checked) {
   EXPECT_EQ(config_validate(bad).size(), 1u);
 }
 
+TEST(config, the_kv_cache_dtype_is_read_and_checked) {
+  auto c = config_load(write_temp("k.json", R"({"engine":{"kv_cache_dtype":"f16"}})"));
+  ASSERT_TRUE(c.has_value()) << c.error().front();
+  EXPECT_EQ(c->engine.kv_cache_dtype, "f16");
+  EXPECT_TRUE(config_validate(*c).empty());
+  auto wrong = config_load(write_temp("l.json", R"({"engine":{"kv_cache_dtype":"bf16"}})"));
+  ASSERT_TRUE(wrong.has_value());
+  const auto errors = config_validate(*wrong);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors.front().find("kv_cache_dtype must be f32 or f16"), std::string::npos) << errors.front();
+}
+
 TEST(config, the_replica_name_is_read_and_checked) {
   auto c = config_load(write_temp("f.json", R"({"server":{"replica_name":"gpu-less-1"}})"));
   ASSERT_TRUE(c.has_value()) << c.error().front();

@@ -1,0 +1,60 @@
+// --kv-cache-dtype f16 end to end: the server keeps keys and values as fp16, streams over a real
+// WebSocket, gives each of two concurrent requests the same text it gives that request alone, and
+// refuses an unknown element type at start-up with one clear error.
+#include <gtest/gtest.h>
+
+#include "e2e/server_process.hpp"
+#include "e2e/stream_collector.hpp"
+
+namespace pagedserve::e2e {
+namespace {
+
+// Sends each (id, prompt) on one connection at once, greedy; returns the collected streams.
+stream_collector run_requests(int port, const std::vector<std::pair<std::string, std::string>>& requests, int max_tokens) {
+  ws_client client;
+  const auto connected = client.connect(port);
+  EXPECT_TRUE(connected) << connected.error();
+  for (const auto& [id, prompt] : requests) {
+    const auto sent = client.send_text(generate_frame(id, prompt, max_tokens));
+    EXPECT_TRUE(sent) << sent.error();
+  }
+  stream_collector frames;
+  EXPECT_TRUE(read_until(
+      client, frames,
+      [&] { return std::all_of(requests.begin(), requests.end(), [&](const auto& r) { return frames.done(r.first); }); },
+      std::chrono::seconds(30)));
+  client.close();
+  return frames;
+}
+
+TEST(kv_cache_dtype, f16_server_streams_the_same_text_batched_as_alone) {
+  PAGEDSERVE_REQUIRE_SHARED(model_path());
+  server_process server({"--kv-cache-dtype", "f16", "--max-num-batched-tokens", "9"});
+  ASSERT_TRUE(server.ready()) << server.error();
+  EXPECT_NE(server.log().find("(f16 cache)"), std::string::npos) << server.log();
+  EXPECT_NE(server.log().find("f16 elements"), std::string::npos) << server.log();
+  const std::vector<std::pair<std::string, std::string>> both = {{"a", "Once upon a time"}, {"b", "One day, Lily went to"}};
+  stream_collector batched = run_requests(server.port(), both, 48);
+  for (const auto& [id, prompt] : both) {
+    SCOPED_TRACE(id);
+    stream_collector alone = run_requests(server.port(), {{id, prompt}}, 48);
+    ASSERT_EQ(batched[id].dones.size(), 1u);
+    ASSERT_EQ(alone[id].dones.size(), 1u);
+    EXPECT_EQ(batched[id].dones.front().completion_tokens, 48);
+    EXPECT_FALSE(alone[id].text.empty());
+    EXPECT_EQ(batched[id].text, alone[id].text);
+  }
+}
+
+TEST(kv_cache_dtype, unknown_type_is_refused_at_startup) {
+  PAGEDSERVE_REQUIRE_SHARED(model_path());
+  const process_result r = run_process({test::server_binary().string(), "serve", "--model", model_path().string(),
+                                        "--tokenizer", tokenizer_path().string(), "--port", "0", "--kv-cache-dtype",
+                                        "fp8"},
+                                       std::chrono::seconds(5));
+  EXPECT_TRUE(r.exited && r.exit_code != 0) << r.err;
+  EXPECT_NE(r.err.find("engine.kv_cache_dtype must be f32 or f16 (got 'fp8')"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace pagedserve::e2e
