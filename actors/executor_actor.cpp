@@ -10,7 +10,7 @@ executor_actor::executor_actor(std::shared_ptr<const model> m, const executor_op
     : actor(context.get_executor()),
       work_(context.get_executor()),
       model_(std::move(m)),
-      cache_(model_->config.n_layers, o.n_blocks, o.block_size, model_->config.kv_dim(), o.kv_type),
+      cache_(model_->config.n_layers, o.n_blocks, o.block_size, model_->config.n_kv_heads, model_->config.head_size(), o.kv_type),
       forward_(*model_, *o.kernels, o.max_tokens_per_step),
       arena_(o.threads > 0 ? o.threads : tbb::task_arena::automatic),
       log_(actor_logger("exec")) {

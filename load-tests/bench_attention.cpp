@@ -75,9 +75,9 @@ void bench(benchmark::State& state, attention_case c, const kernel_table* kt, pa
   for (std::size_t l = 0; l < n_layers; ++l)
     layers.push_back(kv_type == pagedserve::dtype::f16
                          ? paged_kv_layer{k16.data() + l * layer_elements, v16.data() + l * layer_elements, block_stride,
-                                          block_size, kv_dim, pagedserve::dtype::f16}
+                                          block_size, c.head_size, pagedserve::dtype::f16}
                          : paged_kv_layer{k.data() + l * layer_elements, v.data() + l * layer_elements, block_stride,
-                                          block_size, kv_dim});
+                                          block_size, c.head_size});
   const attention_batch batch{seq_of.data(), pos_of.data(), tables.data(), offsets.data(), n_tokens, c.context};
 
   std::size_t layer = 0;

@@ -19,7 +19,7 @@ constexpr int prefix = 32;
 class decoder {
  public:
   decoder(const model& m, int streams)
-      : m_(m), streams_(streams), cache_(m.config.n_layers, streams * context / block_size, block_size, m.config.kv_dim()),
+      : m_(m), streams_(streams), cache_(m.config.n_layers, streams * context / block_size, block_size, m.config.n_kv_heads, m.config.head_size()),
         fwd_(m, *kernels::kernel_table_select(), std::max(streams, prefix)) {
     for (int s = 0; s < streams; ++s) {  // fill each sequence's first `prefix` positions
       step_batch b = batch_for(s, 0, prefix);

@@ -95,23 +95,31 @@ const kernel_table* kernel_table_select(std::string_view forced = "auto");
 // Every table this CPU can run (tests and benchmarks loop over them).
 std::span<const kernel_table* const> kernel_tables_supported();
 
-// Read access to one layer of the paged KV pool. Token slot s of block b lives at
-// k_base + b * block_stride + s * kv_dim (same for v_base). Units: elements of `type` (f32 or f16).
+// Read access to one layer of the paged KV pool. Inside a block, each kv head's keys are contiguous
+// (vLLM's layout): element d of kv head h of token slot s of block b lives at
+//   k_base + b * block_stride + (h * block_size + s) * head_size + d     (same for v_base),
+// so attention streams one head's block as a single run of block_size * head_size elements (with the
+// slot-major layout, a head's keys were block_size short runs kv_dim apart: decode read them at
+// a third of the memory bandwidth, fp16 no faster than fp32). Units: elements of `type` (f32, f16).
 struct paged_kv_layer {
   void* k_base = nullptr;
   void* v_base = nullptr;
   std::size_t block_stride = 0;
   int block_size = 0;
-  int kv_dim = 0;  // n_kv_heads * head_size
+  int head_size = 0;
   dtype type = dtype::f32;
 
-  // Element e of token slot s of block b, widened to fp32 (the reference and tests read through it).
-  float key(std::size_t block, int slot, int e) const { return element(k_base, block, slot, e); }
-  float value(std::size_t block, int slot, int e) const { return element(v_base, block, slot, e); }
+  // Offset of kv head h of slot s from its block's start.
+  std::size_t head_offset(int kv_head, int slot) const {
+    return (static_cast<std::size_t>(kv_head) * block_size + slot) * head_size;
+  }
+  // Element d of kv head h of slot s of block b, widened to fp32 (the reference and tests read it so).
+  float key(std::size_t block, int kv_head, int slot, int d) const { return element(k_base, block, kv_head, slot, d); }
+  float value(std::size_t block, int kv_head, int slot, int d) const { return element(v_base, block, kv_head, slot, d); }
 
  private:
-  float element(const void* base, std::size_t block, int slot, int e) const {
-    const std::size_t i = block * block_stride + static_cast<std::size_t>(slot) * kv_dim + e;
+  float element(const void* base, std::size_t block, int kv_head, int slot, int d) const {
+    const std::size_t i = block * block_stride + head_offset(kv_head, slot) + d;
     return type == dtype::f16 ? f16_to_f32(static_cast<const std::uint16_t*>(base)[i])
                               : static_cast<const float*>(base)[i];
   }

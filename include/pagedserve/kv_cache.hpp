@@ -2,7 +2,8 @@
 // The KV-cache memory: one preallocated pool of fixed-size blocks for every layer. Which sequence
 // owns which block is decided elsewhere (block_pool / kv_allocator); this class only holds the
 // elements, fp32 or fp16 (half the memory and half the bytes each decode step reads; see README).
-// Layout: [layer][block][k|v][slot in block][kv_dim], so a layer's blocks are contiguous.
+// Layout: [layer][block][k|v][kv head][slot in block][head_size], so a layer's blocks are contiguous
+// and so is each kv head's part of a block (kernels::paged_kv_layer).
 #include <cstddef>
 #include <memory>
 
@@ -13,10 +14,10 @@ namespace pagedserve {
 class kv_cache {
  public:
   // type: dtype::f32 or dtype::f16.
-  kv_cache(int n_layers, int n_blocks, int block_size, int kv_dim, dtype type = dtype::f32);
+  kv_cache(int n_layers, int n_blocks, int block_size, int n_kv_heads, int head_size, dtype type = dtype::f32);
 
   kernels::paged_kv_layer layer(int l) const;
-  // Stores one token's key and value (kv_dim floats each) in slot `slot` (block * block_size +
+  // Stores one token's key and value (n_kv_heads * head_size floats each) in slot `slot` (block * block_size +
   // offset) of layer l, rounded to nearest even for fp16 by the table's conversion.
   void store(const kernels::kernel_table& kt, int layer, int slot, const float* key, const float* value) const;
   // Copies block `from`'s keys and values into block `to`, in every layer (copy on write).
@@ -34,7 +35,7 @@ class kv_cache {
  private:
   std::byte* element(std::size_t i) const { return data_.get() + i * dtype_size(type_); }
 
-  int n_layers_, n_blocks_, block_size_, kv_dim_;
+  int n_layers_, n_blocks_, block_size_, n_kv_heads_, head_size_;
   dtype type_;
   std::size_t block_stride_;  // elements per block of one layer (K and V)
   std::size_t layer_stride_;  // elements per layer

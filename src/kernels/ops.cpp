@@ -271,6 +271,7 @@ void paged_attention(const kernel_table& kt, float* out, const float* q, const p
   // rescale what was accumulated by exp(old max - new max), then add the block's weighted values.
   // Every query row goes through the same blocks in the same order whatever tile it is in, so the
   // result does not depend on the step's composition (batch invariance).
+  ps_check(kv.head_size == head_size, "paged_attention: the KV layer's head size differs from the model's");
   constexpr int max_tile = 8;
   const int dim = n_heads * head_size;
   const int group = n_heads / n_kv_heads;
@@ -293,10 +294,10 @@ void paged_attention(const kernel_table& kt, float* out, const float* q, const p
     const std::int32_t* table = batch.block_tables + batch.seq_block_offset[seq];
     const int last_pos = batch.pos_of_token[tile.first_token + tile.n_tokens - 1];
     const int first_start = attention_start(batch, batch.pos_of_token[tile.first_token]);
-    const std::size_t kv_off = static_cast<std::size_t>(kvh) * head_size;
+    const std::size_t head_off = kv.head_offset(kvh, 0);
     for (int b = first_start / kv.block_size; b * kv.block_size <= last_pos; ++b) {
       const int p0 = b * kv.block_size;
-      const std::size_t block_off = table[b] * kv.block_stride + kv_off;  // elements, fp32 or fp16
+      const std::size_t block_off = table[b] * kv.block_stride + head_off;  // elements, fp32 or fp16
       for (int r = 0; r < n_rows; ++r) {
         const int t = tile.first_token + r / group, h = kvh * group + r % group;
         // Causal, up to its own position; from the window's start when there is one.
@@ -307,11 +308,11 @@ void paged_attention(const kernel_table& kt, float* out, const float* q, const p
         float* acc = st.acc.data() + static_cast<std::size_t>(r) * head_size;
         if (kv.type == dtype::f16)
           kt.attend_block_f16(acc, &st.max[r], &st.sum[r], qh, static_cast<const std::uint16_t*>(kv.k_base) + block_off,
-                              static_cast<const std::uint16_t*>(kv.v_base) + block_off, j0, n, kv.kv_dim, head_size,
+                              static_cast<const std::uint16_t*>(kv.v_base) + block_off, j0, n, head_size, head_size,
                               scale, st.scores.data());
         else
           kt.attend_block(acc, &st.max[r], &st.sum[r], qh, static_cast<const float*>(kv.k_base) + block_off,
-                          static_cast<const float*>(kv.v_base) + block_off, j0, n, kv.kv_dim, head_size, scale,
+                          static_cast<const float*>(kv.v_base) + block_off, j0, n, head_size, head_size, scale,
                           st.scores.data());
       }
     }

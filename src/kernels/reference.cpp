@@ -138,11 +138,11 @@ void paged_attention(float* out, const float* q, const paged_kv_layer& kv, const
     const std::int32_t* table = batch.block_tables + batch.seq_block_offset[seq];
     for (int h = 0; h < n_heads; ++h) {
       const float* qh = q + static_cast<std::size_t>(t) * dim + h * head_size;
-      const int kv_off = (h / group) * head_size;
+      const int kv_head = h / group;
       for (int p = start; p < n_ctx; ++p) {
         const std::size_t block = static_cast<std::size_t>(table[p / kv.block_size]);
         float s = 0.0f;
-        for (int i = 0; i < head_size; ++i) s += qh[i] * kv.key(block, p % kv.block_size, kv_off + i);
+        for (int i = 0; i < head_size; ++i) s += qh[i] * kv.key(block, kv_head, p % kv.block_size, i);
         scores[p - start] = s * scale;
       }
       softmax(scores, n_ctx - start);
@@ -150,7 +150,7 @@ void paged_attention(float* out, const float* q, const paged_kv_layer& kv, const
       for (int i = 0; i < head_size; ++i) oh[i] = 0.0f;
       for (int p = start; p < n_ctx; ++p) {
         const std::size_t block = static_cast<std::size_t>(table[p / kv.block_size]);
-        for (int i = 0; i < head_size; ++i) oh[i] += scores[p - start] * kv.value(block, p % kv.block_size, kv_off + i);
+        for (int i = 0; i < head_size; ++i) oh[i] += scores[p - start] * kv.value(block, kv_head, p % kv.block_size, i);
       }
     }
   }

@@ -6,13 +6,14 @@
 
 namespace pagedserve {
 
-kv_cache::kv_cache(int n_layers, int n_blocks, int block_size, int kv_dim, dtype type)
+kv_cache::kv_cache(int n_layers, int n_blocks, int block_size, int n_kv_heads, int head_size, dtype type)
     : n_layers_(n_layers),
       n_blocks_(n_blocks),
       block_size_(block_size),
-      kv_dim_(kv_dim),
+      n_kv_heads_(n_kv_heads),
+      head_size_(head_size),
       type_(type),
-      block_stride_(2 * static_cast<std::size_t>(block_size) * kv_dim),
+      block_stride_(2 * static_cast<std::size_t>(block_size) * n_kv_heads * head_size),
       layer_stride_(block_stride_ * n_blocks),
       n_elements_(layer_stride_ * n_layers),
       data_(new std::byte[n_elements_ * dtype_size(type)]()) {
@@ -21,20 +22,23 @@ kv_cache::kv_cache(int n_layers, int n_blocks, int block_size, int kv_dim, dtype
 
 kernels::paged_kv_layer kv_cache::layer(int l) const {
   const std::size_t base = l * layer_stride_;
-  return {element(base), element(base + static_cast<std::size_t>(block_size_) * kv_dim_), block_stride_, block_size_,
-          kv_dim_, type_};
+  return {element(base), element(base + block_stride_ / 2), block_stride_, block_size_, head_size_, type_};
 }
 
 void kv_cache::store(const kernels::kernel_table& kt, int l, int slot, const float* key, const float* value) const {
-  const std::size_t k_at = l * layer_stride_ + (slot / block_size_) * block_stride_ +
-                           static_cast<std::size_t>(slot % block_size_) * kv_dim_;
-  const std::size_t v_at = k_at + static_cast<std::size_t>(block_size_) * kv_dim_;
-  if (type_ == dtype::f16) {
-    kt.f32_to_f16_row(reinterpret_cast<std::uint16_t*>(element(k_at)), key, kv_dim_);
-    kt.f32_to_f16_row(reinterpret_cast<std::uint16_t*>(element(v_at)), value, kv_dim_);
-  } else {
-    std::memcpy(element(k_at), key, kv_dim_ * sizeof(float));
-    std::memcpy(element(v_at), value, kv_dim_ * sizeof(float));
+  const kernels::paged_kv_layer at = layer(l);
+  const std::size_t block = (slot / block_size_) * block_stride_;
+  for (int h = 0; h < n_kv_heads_; ++h) {  // each head's run in the block
+    const std::size_t o = block + at.head_offset(h, slot % block_size_);
+    const float* k = key + static_cast<std::size_t>(h) * head_size_;
+    const float* v = value + static_cast<std::size_t>(h) * head_size_;
+    if (type_ == dtype::f16) {
+      kt.f32_to_f16_row(static_cast<std::uint16_t*>(at.k_base) + o, k, head_size_);
+      kt.f32_to_f16_row(static_cast<std::uint16_t*>(at.v_base) + o, v, head_size_);
+    } else {
+      std::memcpy(static_cast<float*>(at.k_base) + o, k, head_size_ * sizeof(float));
+      std::memcpy(static_cast<float*>(at.v_base) + o, v, head_size_ * sizeof(float));
+    }
   }
 }
 

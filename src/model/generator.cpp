@@ -19,7 +19,7 @@ generation generate_sequence(const model& m, const tokenizer& tok, const kernels
   const int n_blocks = (c.seq_len + block_size) / block_size;
   const request_id seq{1};
   block_manager blocks(n_blocks, block_size);
-  kv_cache cache(c.n_layers, n_blocks, block_size, c.kv_dim());
+  kv_cache cache(c.n_layers, n_blocks, block_size, c.n_kv_heads, c.head_size());
   const int chunk = prefill_chunk > 0 ? prefill_chunk : static_cast<int>(prompt_ids.size());
   forward_pass forward(m, kt, std::max(1, std::min(chunk, static_cast<int>(prompt_ids.size()))));
   sampler sample(params, seed);

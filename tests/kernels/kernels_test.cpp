@@ -168,8 +168,8 @@ void check_paged_attention(const kernel_table& kt, int n_heads, int n_kv_heads, 
   auto v_pool = random_vector(n_blocks * block_stride, rng);
   f16_pool k16(k_pool), v16(v_pool);
   const paged_kv_layer kv = kv_type == dtype::f16
-                                ? paged_kv_layer{k16.bits.data(), v16.bits.data(), block_stride, block_size, kv_dim, dtype::f16}
-                                : paged_kv_layer{k_pool.data(), v_pool.data(), block_stride, block_size, kv_dim};
+                                ? paged_kv_layer{k16.bits.data(), v16.bits.data(), block_stride, block_size, head_size, dtype::f16}
+                                : paged_kv_layer{k_pool.data(), v_pool.data(), block_stride, block_size, head_size};
   const int n_tokens = static_cast<int>(seq_of_token.size());
   const attention_batch batch{seq_of_token.data(), pos_of_token.data(), block_tables.data(),
                               seq_block_offset.data(), n_tokens, max_context, window};
@@ -180,7 +180,7 @@ void check_paged_attention(const kernel_table& kt, int n_heads, int n_kv_heads, 
   reference::paged_attention(want.data(), q.data(), kv, batch, n_heads, n_kv_heads, head_size);
   expect_close(got, want, std::max(max_context, head_size));
   if (kv_type == dtype::f16) {
-    const paged_kv_layer widened{k16.widened.data(), v16.widened.data(), block_stride, block_size, kv_dim};
+    const paged_kv_layer widened{k16.widened.data(), v16.widened.data(), block_stride, block_size, head_size};
     std::vector<float> got_widened(q.size());
     ops::paged_attention(kt, got_widened.data(), q.data(), widened, batch, n_heads, n_kv_heads, head_size);
     EXPECT_EQ(0, std::memcmp(got.data(), got_widened.data(), got.size() * sizeof(float)))
@@ -225,8 +225,8 @@ void kernel_table_test::check_attention_invariance(int head_size, dtype kv_type)
   auto v_pool = random_vector(n_blocks * block_stride, rng_);
   f16_pool k16(k_pool), v16(v_pool);
   const paged_kv_layer kv = kv_type == dtype::f16
-                                ? paged_kv_layer{k16.bits.data(), v16.bits.data(), block_stride, block_size, kv_dim, dtype::f16}
-                                : paged_kv_layer{k_pool.data(), v_pool.data(), block_stride, block_size, kv_dim};
+                                ? paged_kv_layer{k16.bits.data(), v16.bits.data(), block_stride, block_size, head_size, dtype::f16}
+                                : paged_kv_layer{k_pool.data(), v_pool.data(), block_stride, block_size, head_size};
   const std::vector<std::int32_t> tables = {5, 1, 7, 2, 0, 3};  // sequence 0: blocks 5 1 7; sequence 1: 2 0 3
   const auto q_all = random_vector(static_cast<std::size_t>(len) * dim, rng_, -2.0f, 2.0f);  // a query per position
 

@@ -20,7 +20,7 @@ inline std::vector<std::vector<std::vector<float>>> run_engine(const model& m, c
   constexpr int block_size = 4;
   const std::vector<std::vector<int>> seqs = {a, b};
   const std::vector<std::vector<std::int32_t>> tables = {{5, 2}, {7, 0}};
-  kv_cache cache(m.config.n_layers, 8, block_size, m.config.kv_dim());
+  kv_cache cache(m.config.n_layers, 8, block_size, m.config.n_kv_heads, m.config.head_size());
   forward_pass fwd(m, kt, 8);
   std::vector<std::vector<std::vector<float>>> out(2);
   out[0].resize(a.size());

@@ -75,7 +75,7 @@ void check_first_positions_logits(const kernels::kernel_table& kt, dtype kv_type
   ASSERT_NE(it, cases.end());
   const model_config& mc = s.weights->config;
   block_manager blocks(64, 16);
-  kv_cache cache(mc.n_layers, 64, 16, mc.kv_dim(), kv_type);
+  kv_cache cache(mc.n_layers, 64, 16, mc.n_kv_heads, mc.head_size(), kv_type);
   forward_pass forward(*s.weights, kt, 1);
   const request_id seq{7};
   for (const auto& p : it->first_positions) {

@@ -22,7 +22,7 @@ namespace {
 // Logits [n, vocab] of every position of `tokens` as one prefill step.
 std::vector<float> prefill_logits(const model& m, const kernels::kernel_table& kt, const std::vector<token_id>& tokens) {
   const int n = static_cast<int>(tokens.size()), vocab = m.config.vocab_size;
-  kv_cache cache(m.config.n_layers, 8, 16, m.config.kv_dim());
+  kv_cache cache(m.config.n_layers, 8, 16, m.config.n_kv_heads, m.config.head_size());
   forward_pass fwd(m, kt, n);
   step_batch b;
   b.block_tables = {3, 1, 6, 0, 2, 5, 4, 7};

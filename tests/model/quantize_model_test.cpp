@@ -34,7 +34,7 @@ std::vector<float> prefill_logits(const model& m, const kernels::kernel_table& k
   const model_config& mc = m.config;
   constexpr int block_size = 16;
   const int n = static_cast<int>(ids.size());
-  kv_cache cache(mc.n_layers, (n + block_size - 1) / block_size, block_size, mc.kv_dim());
+  kv_cache cache(mc.n_layers, (n + block_size - 1) / block_size, block_size, mc.n_kv_heads, mc.head_size());
   forward_pass forward(m, kt, n);
   step_batch b;
   b.tokens = ids;
