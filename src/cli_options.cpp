@@ -26,7 +26,7 @@ std::string cli_usage() {
   pagedserve serve    [--config FILE] [--model M.bin] [--tokenizer T.bin] [--host H] [--port P]
                       [--kv-blocks N] [--block-size N] [--max-num-seqs N] [--max-num-batched-tokens N]
                       [--max-decode-slowdown X] [--prefix-caching on|off] [--kv-cache-dtype f32|f16]
-                      [--threads N] [--kernels auto|scalar|avx2|avx2_vnni|avx512|avx512_vnni] [--quantize none|bf16|int8]
+                      [--threads N] [--kernels auto|scalar|avx2|avx2_vnni|avx512|avx512_vnni|avx512_bf16] [--quantize none|bf16|int8]
                       [--log-level L]
                       [--max-waiting N] [--max-body-bytes N] [--api-key KEY] [--cors-allow-origin O]
                       [--served-model-name NAME] [--max-connections N] [--max-requests-per-socket N]

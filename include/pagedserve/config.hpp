@@ -49,7 +49,7 @@ struct engine_config {
   // cache does; still batch invariant).
   std::string kv_cache_dtype = "f32";
   int threads = 0;                     // TBB arena for the kernels; 0 = all cores
-  std::string kernels = "auto";        // force a kernel variant: auto, scalar, avx2, avx2_vnni, avx512, avx512_vnni
+  std::string kernels = "auto";        // force a kernel variant: auto, scalar, avx2, avx2_vnni, avx512, avx512_vnni, avx512_bf16
 };
 
 struct model_paths {

@@ -4,7 +4,7 @@
 // Three layers:
 //   reference::  plain scalar code, as readable as llama2.c's run.c; the truth tests compare against.
 //   kernel_table one serial inner loop per op and per instruction set (scalar, avx2, avx2_vnni,
-//                avx512, avx512_vnni),
+//                avx512, avx512_vnni, avx512_bf16),
 //                chosen once at start-up from CPU detection or forced by config.
 //   ops::        the TBB-parallel entry points the forward pass calls; they split the work
 //                (rows, tiles, heads) and run the table's inner loops on each piece.
@@ -22,8 +22,9 @@
 namespace pagedserve::kernels {
 
 // The _vnni variants are their base table with the int8 matmul on vpdpbusd (AVX-VNNI on ymm,
-// AVX512-VNNI on zmm); the base tables widen to int16 and use vpmaddwd instead.
-enum class isa { scalar, avx2, avx2_vnni, avx512, avx512_vnni };
+// AVX512-VNNI on zmm); the base tables widen to int16 and use vpmaddwd instead. avx512_bf16 is
+// avx512_vnni with bf16 weights multiplied by vdpbf16ps (kernel_table::bf16_rounds_activations).
+enum class isa { scalar, avx2, avx2_vnni, avx512, avx512_vnni, avx512_bf16 };
 
 // How RoPE pairs the dimensions of a head: llama2.c (and Meta's original checkpoints) rotate
 // interleaved pairs (2i, 2i+1); Hugging Face Llama/Mistral/Qwen rotate halves (i, i + head_size/2)
@@ -46,7 +47,7 @@ struct kernel_table {
                       int o_begin, int o_end);
   // The same with bf16 / fp16 weights: each weight is converted exactly to fp32 and accumulated in
   // the very order of matmul_rows, so the result is bit-identical to matmul_rows over the
-  // up-converted matrix (and as batch invariant).
+  // up-converted matrix (and as batch invariant). Except bf16 where bf16_rounds_activations.
   void (*matmul_rows_bf16)(float* out, const float* x, const std::uint16_t* w, int n_tokens, int n_in, int n_out,
                            int o_begin, int o_end);
   void (*matmul_rows_f16)(float* out, const float* x, const std::uint16_t* w, int n_tokens, int n_in, int n_out,
@@ -86,10 +87,15 @@ struct kernel_table {
                            float* scores);
   // out[n] = fp16 of x[n], rounded to nearest even (f32_to_f16's bits): how K/V enter an fp16 cache.
   void (*f32_to_f16_row)(std::uint16_t* out, const float* x, int n);
+  // matmul_rows_bf16 rounds x to bf16 and multiplies pairs with AVX512-BF16 (vdpbf16ps), as
+  // llama.cpp's and PyTorch's bf16 matmuls do: 32 weights an instruction, memory-bound where the
+  // exact widening path is not, but results differ from the fp32 path by the activations' rounding
+  // (still batch invariant: each output depends on its own x row and w row only).
+  bool bf16_rounds_activations = false;
 };
 
 // Best table for this CPU, or the one forced by name ("scalar", "avx2", "avx2_vnni", "avx512",
-// "avx512_vnni"; "auto" = best).
+// "avx512_vnni", "avx512_bf16"; "auto" = best).
 // Returns nullptr when the forced instruction set is unknown or not supported by this CPU.
 const kernel_table* kernel_table_select(std::string_view forced = "auto");
 // Every table this CPU can run (tests and benchmarks loop over them).

@@ -140,8 +140,9 @@ std::vector<std::string> config_validate(const config& c) {
     e.push_back("engine.kv_cache_dtype must be f32 or f16 (got '" + c.engine.kv_cache_dtype + "')");
   if (c.engine.threads < 0) e.push_back("engine.threads must be >= 0");
   if (c.engine.kernels != "auto" && c.engine.kernels != "scalar" && c.engine.kernels != "avx2" &&
-      c.engine.kernels != "avx2_vnni" && c.engine.kernels != "avx512" && c.engine.kernels != "avx512_vnni")
-    e.push_back("engine.kernels must be auto, scalar, avx2, avx2_vnni, avx512 or avx512_vnni");
+      c.engine.kernels != "avx2_vnni" && c.engine.kernels != "avx512" && c.engine.kernels != "avx512_vnni" &&
+      c.engine.kernels != "avx512_bf16")
+    e.push_back("engine.kernels must be auto, scalar, avx2, avx2_vnni, avx512, avx512_vnni or avx512_bf16");
   if (c.model.quantize != "none" && c.model.quantize != "f32" && c.model.quantize != "bf16" && c.model.quantize != "int8")
     e.push_back("model.quantize must be none, f32, bf16 or int8 (got '" + c.model.quantize + "')");
   if (c.log_level != "trace" && c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" &&

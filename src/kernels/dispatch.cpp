@@ -10,6 +10,7 @@ extern const kernel_table kernel_table_avx2;         // table_avx2.cpp
 extern const kernel_table kernel_table_avx2_vnni;    // table_avx2.cpp
 extern const kernel_table kernel_table_avx512;       // table_avx512.cpp
 extern const kernel_table kernel_table_avx512_vnni;  // table_avx512.cpp
+extern const kernel_table kernel_table_avx512_bf16;  // table_avx512.cpp
 
 std::string_view isa_name(isa v) {
   switch (v) {
@@ -18,6 +19,7 @@ std::string_view isa_name(isa v) {
     case isa::avx2_vnni: return "avx2_vnni";
     case isa::avx512: return "avx512";
     case isa::avx512_vnni: return "avx512_vnni";
+    case isa::avx512_bf16: return "avx512_bf16";
   }
   return "unknown";
 }
@@ -35,13 +37,14 @@ bool cpu_supports(isa v) {
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
     case isa::avx512_vnni: return cpu_supports(isa::avx512) && __builtin_cpu_supports("avx512vnni");
+    case isa::avx512_bf16: return cpu_supports(isa::avx512_vnni) && __builtin_cpu_supports("avx512bf16");
   }
   return false;
 }
 
 // Best first.
-const kernel_table* const all_tables[] = {&kernel_table_avx512_vnni, &kernel_table_avx512, &kernel_table_avx2_vnni,
-                                          &kernel_table_avx2, &kernel_table_scalar};
+const kernel_table* const all_tables[] = {&kernel_table_avx512_bf16, &kernel_table_avx512_vnni, &kernel_table_avx512,
+                                          &kernel_table_avx2_vnni,   &kernel_table_avx2,        &kernel_table_scalar};
 
 }  // namespace
 

@@ -22,39 +22,12 @@
 
 #include "pagedserve/kernels.hpp"
 #include "attend_block.hpp"
+#include "avx512_reduce.hpp"
+#include "bf16_dot_kernels.hpp"
 #include "int8_kernels.hpp"
 
 namespace pagedserve::kernels {
 namespace {
-
-// Lanes i < n set; n in [0, 16].
-inline __mmask16 tail_mask(int n) { return static_cast<__mmask16>((1u << n) - 1u); }
-
-// The one horizontal reduction every matmul element goes through:
-// lanes (i, i+8), then (i, i+4), then (i, i+2), then (0, 1).
-inline float reduce16(__m512 v) {
-  const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-  const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
-  const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
-  const __m128 h1 = _mm_add_ss(h2, _mm_movehdup_ps(h2));
-  return _mm_cvtss_f32(h1);
-}
-
-// Four accumulators reduced at once with the same pairs of reduce16() (float addition commutes,
-// so the lane arrangement does not change a bit): returns [r(a), r(b), r(c), r(d)].
-inline __m128 reduce16x4(__m512 a, __m512 b, __m512 c, __m512 d) {
-  // Level 1 (i, i+8): [a_lo | b_lo] + [a_hi | b_hi].
-  const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
-  const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xEE));
-  // Level 2 (i, i+4): 128-bit lanes [a0 a1 b0 b1] + ... -> one 128-bit lane per accumulator.
-  const __m512 abcd = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
-  // Level 3 (i, i+2) and level 4 (0, 1) inside each 128-bit lane.
-  const __m512 l3 = _mm512_add_ps(abcd, _mm512_permute_ps(abcd, 0x4E));
-  const __m512 l4 = _mm512_add_ps(l3, _mm512_permute_ps(l3, 0xB1));
-  // Element 0 of each 128-bit lane holds one result.
-  const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
-  return _mm512_castps512_ps128(_mm512_permutexvar_ps(idx, l4));
-}
 
 // Sixteen weights as fp32: full loads and zero-padded tails (mask m). bf16 is the high half of an
 // fp32 (zero-extend, shift left 16); fp16 widens with vcvtph2ps. Both conversions are exact.
@@ -122,18 +95,7 @@ void matmul_tile(float* out, const float* x, const typename L::elem* w, int n_in
       for (int r = 0; r < n_r; ++r) acc[t][r] = _mm512_fmadd_ps(xv, wv[r], acc[t][r]);
     }
   }
-#pragma GCC unroll 8
-  for (int t = 0; t < n_t; ++t) {
-    float* ot = out + static_cast<std::size_t>(t) * n_out + o0;
-    int r = 0;
-    if constexpr (n_r >= 4) {
-#pragma GCC unroll 2
-      for (; r + 4 <= n_r; r += 4)
-        _mm_storeu_ps(ot + r, reduce16x4(acc[t][r], acc[t][r + 1], acc[t][r + 2], acc[t][r + 3]));
-    }
-#pragma GCC unroll 4
-    for (; r < n_r; ++r) ot[r] = reduce16(acc[t][r]);
-  }
+  store_reduced(out, n_out, o0, acc);
 }
 
 // Row tile width for a group of n_t tokens: eight rows for 1-2 tokens (eight weight streams and
@@ -391,6 +353,14 @@ extern const kernel_table kernel_table_avx512_vnni = {
     detail::matmul_i8_avx512_vnni, detail::quantize_token_u8_avx512,
     sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_block_avx512<load_f32>,
     attend_block_avx512<load_f16>, f32_to_f16_row_avx512,
+};
+
+// The same with bf16 weights on AVX512-BF16 dot products (bf16_dot_avx512_bf16.cpp).
+extern const kernel_table kernel_table_avx512_bf16 = {
+    isa::avx512_bf16, matmul_rows_avx512<load_f32>, detail::matmul_rows_bf16_dot, matmul_rows_avx512<load_f16>,
+    detail::matmul_i8_avx512_vnni, detail::quantize_token_u8_avx512,
+    sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_block_avx512<load_f32>,
+    attend_block_avx512<load_f16>, f32_to_f16_row_avx512, true,
 };
 
 }  // namespace pagedserve::kernels

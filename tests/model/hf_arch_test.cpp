@@ -7,6 +7,7 @@
 // engine widens them exactly and accumulates in fp32, so bf16 and fp16 need no looser bound than fp32.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "model/engine_runner.hpp"
@@ -125,14 +126,18 @@ TEST_P(hf_architecture, logits_match_the_scalar_reference) {
         for (std::size_t p = 0; p < want.size(); ++p)
           for (int v = 0; v < s.vocab; ++v) worst = std::max(worst, std::abs(got[seq][p][v] - want[p][v]));
       }
-      EXPECT_LE(worst, 1e-4) << "largest logit difference";
+      // A table with AVX512-BF16 dot products rounds the activations of every bf16 matmul to bf16:
+      // measured up to 0.056 over these architectures (fp32 activations: below 1e-4).
+      const bool rounded = type == dtype::bf16 && kt->bf16_rounds_activations;
+      EXPECT_LE(worst, rounded ? 0.15 : 1e-4) << "largest logit difference";
     }
     std::filesystem::remove_all(dir);
   }
 }
 
 // A bf16 folder gives bit-identical logits kept as bf16 or widened to fp32 at load, and to the same
-// model written as fp32 (the 16-bit kernels widen exactly and accumulate in the fp32 order).
+// model written as fp32 (the 16-bit kernels widen exactly and accumulate in the fp32 order), on the
+// best table that widens bf16 exactly (not one whose bf16 dot products round the activations).
 TEST_P(hf_architecture, bf16_in_memory_equals_fp32_bit_for_bit) {
   const arch_spec& s = GetParam();
   const auto tensors = test::spec_random_tensors(s, dtype::bf16, 99);
@@ -145,7 +150,10 @@ TEST_P(hf_architecture, bf16_in_memory_equals_fp32_bit_for_bit) {
   ASSERT_TRUE(as_bf16 && widened && as_f32);
   EXPECT_EQ((*widened)->layers[0].wq.type, dtype::f32);
   const std::vector<int> a = {1, 2, 3, 4, 5, 6, 7, 8}, b = {9, 10, 11, 12, 13};
-  const auto& kt = *kernels::kernel_table_select();
+  const auto tables = kernels::kernel_tables_supported();
+  const auto exact = std::find_if(tables.begin(), tables.end(), [](const auto* t) { return !t->bf16_rounds_activations; });
+  ASSERT_NE(exact, tables.end());
+  const auto& kt = **exact;
   const auto x = run_engine(**as_bf16, kt, a, b), y = run_engine(**widened, kt, a, b), z = run_engine(**as_f32, kt, a, b);
   EXPECT_EQ(x, y);
   EXPECT_EQ(x, z);
