@@ -105,8 +105,8 @@ std::span<const kernel_table* const> kernel_tables_supported();
 // (vLLM's layout): element d of kv head h of token slot s of block b lives at
 //   k_base + b * block_stride + (h * block_size + s) * head_size + d     (same for v_base),
 // so attention streams one head's block as a single run of block_size * head_size elements (with the
-// slot-major layout, a head's keys were block_size short runs kv_dim apart: decode read them at
-// a third of the memory bandwidth, fp16 no faster than fp32). Units: elements of `type` (f32, f16).
+// slot-major layout, a head's keys were block_size short runs kv_dim apart, and an fp16 cache decoded
+// no faster than fp32: bench_attention). Units: elements of `type` (f32, f16).
 struct paged_kv_layer {
   void* k_base = nullptr;
   void* v_base = nullptr;
