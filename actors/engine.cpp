@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "pagedserve/check.hpp"
+#include "pagedserve/kv_cache.hpp"
 
 namespace pagedserve {
 
@@ -49,7 +50,7 @@ engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const mod
                  config.block_size),
       executor_(model_, executor_options{config.kv_blocks, config.block_size, config.max_num_batched_tokens,
                                          config.threads, kernels::kernel_table_select(config.kernels),
-                                         config.kv_cache_dtype == "f16" ? dtype::f16 : dtype::f32}) {
+                                         kv_cache_type(config.kv_cache_dtype)}) {
   kv_.connect(scheduler_);
   scheduler_.connect(kv_, executor_, &metrics_);
   executor_.connect(scheduler_);

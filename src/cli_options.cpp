@@ -34,7 +34,7 @@ std::string cli_usage() {
                       [--request-timeout S] [--shutdown-grace S] [--web-root DIR] [--replica-name NAME]
   pagedserve generate [--config FILE] --model M.bin [--tokenizer T.bin] --prompt TEXT [--max-tokens N]
                       [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S] [--threads N]
-                      [--kernels ...] [--quantize none|bf16|int8]
+                      [--kernels ...] [--quantize none|bf16|int8] [--kv-cache-dtype f32|f16]
   pagedserve tokenize --tokenizer PATH --text TEXT [--with-special]
   pagedserve chat-template --model DIR --messages FILE.json [--no-generation-prompt]
   pagedserve convert --model M.bin --out DIR [--dtype f32|bf16]

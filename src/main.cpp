@@ -16,6 +16,7 @@
 #include "net/graceful_shutdown.hpp"
 #include "pagedserve/served_model.hpp"
 #include "pagedserve/generator.hpp"
+#include "pagedserve/kv_cache.hpp"
 #include "pagedserve/server.hpp"
 
 using namespace pagedserve;
@@ -36,10 +37,12 @@ int run_generate(const cli_options& o, const served_model& lm) {
   }
   const std::uint64_t seed = o.sampling.seed ? *o.sampling.seed : std::random_device{}();
   arena.execute([&] {
-    generate_sequence(*lm.weights, *lm.vocabulary, *kt, prompt, o.sampling, seed, [](std::string_view text) {
+    const auto print = [](std::string_view text) {
       std::fwrite(text.data(), 1, text.size(), stdout);
       std::fflush(stdout);
-    });
+    };
+    generate_sequence(*lm.weights, *lm.vocabulary, *kt, prompt, o.sampling, seed, print, 0,
+                      kv_cache_type(o.settings.engine.kv_cache_dtype));
   });
   return 0;
 }

@@ -6,10 +6,14 @@
 // and so is each kv head's part of a block (kernels::paged_kv_layer).
 #include <cstddef>
 #include <memory>
+#include <string_view>
 
 #include "pagedserve/kernels.hpp"
 
 namespace pagedserve {
+
+// engine.kv_cache_dtype ("f32" or "f16", as config validation allows) as an element type.
+inline dtype kv_cache_type(std::string_view name) { return name == "f16" ? dtype::f16 : dtype::f32; }
 
 class kv_cache {
  public:

@@ -12,14 +12,14 @@ namespace pagedserve {
 generation generate_sequence(const model& m, const tokenizer& tok, const kernels::kernel_table& kt,
                              const std::vector<token_id>& prompt_ids, const sampling_params& params,
                              std::uint64_t seed, const std::function<void(std::string_view)>& on_text,
-                             int prefill_chunk) {
+                             int prefill_chunk, dtype kv_type) {
   const model_config& c = m.config;
   ps_check(!prompt_ids.empty(), "generate_sequence: empty prompt (BOS expected)");
   constexpr int block_size = 16;
   const int n_blocks = (c.seq_len + block_size) / block_size;
   const request_id seq{1};
   block_manager blocks(n_blocks, block_size);
-  kv_cache cache(c.n_layers, n_blocks, block_size, c.n_kv_heads, c.head_size());
+  kv_cache cache(c.n_layers, n_blocks, block_size, c.n_kv_heads, c.head_size(), kv_type);
   const int chunk = prefill_chunk > 0 ? prefill_chunk : static_cast<int>(prompt_ids.size());
   forward_pass forward(m, kt, std::max(1, std::min(chunk, static_cast<int>(prompt_ids.size()))));
   sampler sample(params, seed);

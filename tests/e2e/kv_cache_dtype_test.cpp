@@ -1,6 +1,6 @@
 // --kv-cache-dtype f16 end to end: the server keeps keys and values as fp16, streams over a real
-// WebSocket, gives each of two concurrent requests the same text it gives that request alone, and
-// refuses an unknown element type at start-up with one clear error.
+// WebSocket, gives each of two concurrent requests the same text it gives that request alone and
+// the text `generate` prints with the same flag, and refuses an unknown element type at start-up.
 #include <gtest/gtest.h>
 
 #include "e2e/server_process.hpp"
@@ -44,6 +44,28 @@ TEST(kv_cache_dtype, f16_server_streams_the_same_text_batched_as_alone) {
     EXPECT_FALSE(alone[id].text.empty());
     EXPECT_EQ(batched[id].text, alone[id].text);
   }
+}
+
+// `generate --kv-cache-dtype f16` runs the same numerics as the f16 server: the same greedy text, which
+// for this prompt differs from the f32 cache's after a hundred-odd tokens (so the flag is not ignored).
+TEST(kv_cache_dtype, generate_with_f16_prints_what_the_f16_server_streams) {
+  PAGEDSERVE_REQUIRE_SHARED(model_path());
+  const std::string prompt = "One day, Lily went to";
+  auto generate = [&](const char* kv_type) {
+    return run_process({test::server_binary().string(), "generate", "--model", model_path().string(), "--tokenizer",
+                        tokenizer_path().string(), "--prompt", prompt, "--max-tokens", "200", "--temperature", "0",
+                        "--kv-cache-dtype", kv_type},
+                       std::chrono::seconds(30));
+  };
+  const process_result f16 = generate("f16"), f32 = generate("f32");
+  ASSERT_TRUE(f16.exited && f16.exit_code == 0) << f16.err;
+  ASSERT_TRUE(f32.exited && f32.exit_code == 0) << f32.err;
+  EXPECT_NE(f16.out, f32.out) << "fp16 rounding of K/V changes this greedy text somewhere in 200 tokens";
+  server_process server({"--kv-cache-dtype", "f16"});
+  ASSERT_TRUE(server.ready()) << server.error();
+  stream_collector frames = run_requests(server.port(), {{"a", prompt}}, 200);
+  ASSERT_EQ(frames["a"].dones.size(), 1u);
+  EXPECT_EQ(frames["a"].text, f16.out);
 }
 
 TEST(kv_cache_dtype, unknown_type_is_refused_at_startup) {
