@@ -74,16 +74,17 @@ struct kernel_table {
   // gate[n] = silu(gate[n]) * up[n]
   void (*swiglu)(float* gate, const float* up, int n);
   // One query row of paged attention against keys j0 <= j < n of one K/V block (online softmax):
-  //   s_j = q[head_size] · k[j * stride ...] * scale, m' = max(*row_max, s_j),
-  //   acc[head_size] = acc * exp(*row_max - m') + sum_j exp(s_j - m') v[j * stride ...], *row_sum likewise.
+  //   s_j = q[head_size] · k[j * head_size ...] * scale, m' = max(*row_max, s_j),
+  //   acc[head_size] = acc * exp(*row_max - m') + sum_j exp(s_j - m') v[j * head_size ...], *row_sum likewise
+  // (a kv head's keys and values are contiguous within a block: paged_kv_layer).
   // scores: scratch of n floats. Each row's result depends only on its own q and keys, never on the
   // other rows of the step (batch invariance).
   void (*attend_block)(float* acc, float* row_max, float* row_sum, const float* q, const float* k, const float* v,
-                       int j0, int n, int stride, int head_size, float scale, float* scores);
+                       int j0, int n, int head_size, float scale, float* scores);
   // The same over an fp16 K/V cache: each key and value element is widened exactly to fp32 and goes
   // through attend_block's very arithmetic, so it gives attend_block's bits over the widened block.
   void (*attend_block_f16)(float* acc, float* row_max, float* row_sum, const float* q, const std::uint16_t* k,
-                           const std::uint16_t* v, int j0, int n, int stride, int head_size, float scale,
+                           const std::uint16_t* v, int j0, int n, int head_size, float scale,
                            float* scores);
   // out[n] = fp16 of x[n], rounded to nearest even (f32_to_f16's bits): how K/V enter an fp16 cache.
   void (*f32_to_f16_row)(std::uint16_t* out, const float* x, int n);

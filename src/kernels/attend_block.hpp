@@ -11,10 +11,10 @@ namespace pagedserve::kernels {
 
 template <class KV, auto dot, auto axpy>
 void attend_block_generic(float* acc, float* row_max, float* row_sum, const float* q, const KV* k, const KV* v,
-                          int j0, int n, int stride, int head_size, float scale, float* scores) {
+                          int j0, int n, int head_size, float scale, float* scores) {
   float block_max = -INFINITY;
   for (int j = j0; j < n; ++j) {
-    scores[j] = dot(q, k + static_cast<std::size_t>(j) * stride, head_size) * scale;
+    scores[j] = dot(q, k + static_cast<std::size_t>(j) * head_size, head_size) * scale;
     block_max = std::max(block_max, scores[j]);
   }
   const float new_max = std::max(*row_max, block_max);
@@ -27,7 +27,7 @@ void attend_block_generic(float* acc, float* row_max, float* row_sum, const floa
   for (int j = j0; j < n; ++j) {
     const float w = std::exp(scores[j] - new_max);
     *row_sum += w;
-    axpy(acc, w, v + static_cast<std::size_t>(j) * stride, head_size);
+    axpy(acc, w, v + static_cast<std::size_t>(j) * head_size, head_size);
   }
 }
 

@@ -308,11 +308,11 @@ void paged_attention(const kernel_table& kt, float* out, const float* q, const p
         float* acc = st.acc.data() + static_cast<std::size_t>(r) * head_size;
         if (kv.type == dtype::f16)
           kt.attend_block_f16(acc, &st.max[r], &st.sum[r], qh, static_cast<const std::uint16_t*>(kv.k_base) + block_off,
-                              static_cast<const std::uint16_t*>(kv.v_base) + block_off, j0, n, head_size, head_size,
-                              scale, st.scores.data());
+                              static_cast<const std::uint16_t*>(kv.v_base) + block_off, j0, n, head_size, scale,
+                              st.scores.data());
         else
           kt.attend_block(acc, &st.max[r], &st.sum[r], qh, static_cast<const float*>(kv.k_base) + block_off,
-                          static_cast<const float*>(kv.v_base) + block_off, j0, n, head_size, head_size, scale,
+                          static_cast<const float*>(kv.v_base) + block_off, j0, n, head_size, scale,
                           st.scores.data());
       }
     }

@@ -272,7 +272,8 @@ inline __m512 reduce16x16(const __m512 (&p)[16]) {
 // time (exp_avx512, about 1 ulp from std::exp). K and V are read through L (fp32 or fp16).
 template <class L, int NV>
 void attend_block_registers(float* acc, float* row_max, float* row_sum, const float* q, const typename L::elem* k,
-                            const typename L::elem* v, int j0, int n, int stride, float scale, float* scores) {
+                            const typename L::elem* v, int j0, int n, float scale, float* scores) {
+  constexpr int head_size = 16 * NV;  // also the distance between a head's keys (values) in a block
   __m512 qv[NV], a[NV];
 #pragma GCC unroll 16
   for (int c = 0; c < NV; ++c) qv[c] = _mm512_loadu_ps(q + 16 * c);
@@ -286,7 +287,7 @@ void attend_block_registers(float* acc, float* row_max, float* row_sum, const fl
         p[i] = _mm512_setzero_ps();
         continue;
       }
-      const typename L::elem* kj = k + static_cast<std::size_t>(jb + i) * stride;
+      const typename L::elem* kj = k + static_cast<std::size_t>(jb + i) * head_size;
       p[i] = _mm512_mul_ps(qv[0], L::full(kj));
 #pragma GCC unroll 16
       for (int c = 1; c < NV; ++c) p[i] = _mm512_fmadd_ps(qv[c], L::full(kj + 16 * c), p[i]);
@@ -317,7 +318,7 @@ void attend_block_registers(float* acc, float* row_max, float* row_sum, const fl
   *row_sum += reduce16(w_sum);
   for (int j = j0; j < n; ++j) {
     const __m512 w = _mm512_set1_ps(scores[j]);
-    const typename L::elem* vj = v + static_cast<std::size_t>(j) * stride;
+    const typename L::elem* vj = v + static_cast<std::size_t>(j) * head_size;
 #pragma GCC unroll 16
     for (int c = 0; c < NV; ++c) a[c] = _mm512_fmadd_ps(w, L::full(vj + 16 * c), a[c]);
   }
@@ -327,14 +328,14 @@ void attend_block_registers(float* acc, float* row_max, float* row_sum, const fl
 
 template <class L>
 void attend_block_avx512(float* acc, float* row_max, float* row_sum, const float* q, const typename L::elem* k,
-                         const typename L::elem* v, int j0, int n, int stride, int head_size, float scale,
+                         const typename L::elem* v, int j0, int n, int head_size, float scale,
                          float* scores) {
   switch (head_size) {
-    case 64: return attend_block_registers<L, 4>(acc, row_max, row_sum, q, k, v, j0, n, stride, scale, scores);
-    case 128: return attend_block_registers<L, 8>(acc, row_max, row_sum, q, k, v, j0, n, stride, scale, scores);
+    case 64: return attend_block_registers<L, 4>(acc, row_max, row_sum, q, k, v, j0, n, scale, scores);
+    case 128: return attend_block_registers<L, 8>(acc, row_max, row_sum, q, k, v, j0, n, scale, scores);
     default:
       return attend_block_generic<typename L::elem, dot_avx512<L>, axpy_avx512<L>>(acc, row_max, row_sum, q, k, v, j0,
-                                                                                    n, stride, head_size, scale, scores);
+                                                                                    n, head_size, scale, scores);
   }
 }
 
