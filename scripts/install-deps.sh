@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages pagedserve builds and tests with, only those that are missing.
 set -euo pipefail
-packages=(build-essential cmake ninja-build pkg-config git
+packages=(build-essential cmake ninja-build pkg-config git ccache
           libboost1.81-dev libsimdjson-dev libspdlog-dev libfmt-dev libtbb-dev
           libpcre2-dev libicu-dev libgtest-dev libgmock-dev libbenchmark-dev gnuplot-nox
           chromium  # the chat page's browser test (tests/browser) drives Debian's chromium
