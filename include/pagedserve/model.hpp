@@ -37,6 +37,12 @@ struct rope_scaling_config {
   float attention_factor = 1.0f;  // any kind: scales the rotated queries and keys (1 but for yarn)
 };
 
+// Architecture facts that are not shapes. The Llama family is RMSNorm, a gated SiLU MLP and RoPE;
+// GPT-2 is LayerNorm with bias, a plain MLP with tanh-approximated GELU and learned positions.
+enum class norm_kind { rms, layer };           // RMSNorm, or LayerNorm (mean removed, weight and bias)
+enum class ffn_kind { swiglu, gelu_tanh };     // down(silu(gate x) * up x), or down(gelu_tanh(up x + b) + b)
+enum class position_kind { rope, learned };    // rotary q/k, or a learned embedding added to the token's
+
 struct model_config {
   std::string architecture = "llama2.c";  // config.json's architectures[0], or "llama2.c"
   int dim = 0;          // residual stream width (hidden_size)
@@ -47,7 +53,10 @@ struct model_config {
   int vocab_size = 0;
   int seq_len = 0;      // longest context served, in tokens
   float rope_theta = 10000.0f;
-  float rms_norm_eps = 1e-5f;
+  float rms_norm_eps = 1e-5f;   // the epsilon of every norm, RMSNorm or LayerNorm
+  norm_kind norm = norm_kind::rms;
+  ffn_kind ffn = ffn_kind::swiglu;
+  position_kind positions = position_kind::rope;
   bool shared_classifier = true;  // classifier is the token embedding (tie_word_embeddings)
   int head_dim = 0;     // width of one head; 0 means dim / n_heads (Qwen3 sets it explicitly)
   kernels::rope_style rope = kernels::rope_style::interleaved;
