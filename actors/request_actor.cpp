@@ -60,7 +60,7 @@ void request_actor::on(start_generation) {
     return fail("context_length_exceeded", "prompt has " + std::to_string(n_prompt) +
                                                " tokens; the context holds " + std::to_string(context));
   sampling_params& p = command_.params;
-  if (p.max_tokens == 0) p.max_tokens = context - n_prompt;
+  if (p.max_tokens == 0) p.max_tokens = engine_.default_max_tokens(n_prompt);
   if (n_prompt + p.max_tokens > context)
     return fail("invalid_max_tokens", "max_tokens " + std::to_string(p.max_tokens) + " exceeds the " +
                                           std::to_string(context - n_prompt) + " tokens left in the context after a " +
