@@ -59,7 +59,9 @@ engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const mod
       metrics_(model_->config.seq_len),
       kv_(engine_thread_.executor(), config.kv_blocks, config.block_size, config.prefix_caching),
       scheduler_(engine_thread_.executor(),
-                 scheduler_limits{config.max_num_seqs, config.max_num_batched_tokens, model_->config.seq_len,
+                 scheduler_limits{config.max_num_seqs, config.max_num_batched_tokens,
+                                  // a sequence never outgrows the pool: alone, it always fits
+                                  std::min(model_->config.seq_len, config.kv_blocks * config.block_size),
                                   config.max_waiting, config.max_decode_slowdown, 16,
                                   attention_cost_of(model_->config)},
                  config.block_size),
