@@ -1,5 +1,5 @@
 // Reads config.json / generation_config.json with simdjson; fields and defaults as transformers'
-// LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config and Qwen3MoeConfig define them.
+// LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config, Qwen3MoeConfig and GPT2Config define them.
 #include "model/hf_config.hpp"
 
 #include <simdjson.h>
@@ -106,9 +106,10 @@ std::expected<family, std::string> architecture(const fields& f, std::string& na
   if (name == "Qwen2ForCausalLM") return family::qwen2;
   if (name == "Qwen3ForCausalLM") return family::qwen3;
   if (name == "Qwen3MoeForCausalLM") return family::qwen3_moe;
+  if (name == "GPT2LMHeadModel") return family::gpt2;
   return std::unexpected("config.json: architecture '" + name +
                          "' is not supported (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
-                         "Qwen3ForCausalLM, Qwen3MoeForCausalLM)");
+                         "Qwen3ForCausalLM, Qwen3MoeForCausalLM, GPT2LMHeadModel)");
 }
 
 // HF's _compute_yarn_parameters: the original context from rope_scaling (else max_position_embeddings),
@@ -216,6 +217,51 @@ std::expected<void, std::string> sliding_window(const fields& f, parsed_config& 
   return {};
 }
 
+// GPT2Config (configuration_gpt2.py): its own key names and defaults; LayerNorm with bias, a gelu_new
+// MLP, learned positions, tied head by default. What GPT2Attention can do and the forward pass cannot is
+// refused naming the key. reorder_and_upcast_attn is accepted: it only moves the 1/sqrt(head_dim) scale
+// into the q.k product and upcasts to fp32, and attention here is fp32 throughout.
+std::expected<void, std::string> gpt2_config(const fields& f, parsed_config& p) {
+  model_config& c = p.config;
+  const auto dim_or = [&](std::string_view key, int fallback) {
+    return f.get(key) ? f.dim(key) : std::expected<int, std::string>(fallback);
+  };
+  PS_TRY(c.dim, dim_or("n_embd", 768));
+  PS_TRY(c.n_layers, dim_or("n_layer", 12));
+  PS_TRY(c.n_heads, dim_or("n_head", 12));
+  PS_TRY(c.seq_len, dim_or("n_positions", 1024));
+  PS_TRY(c.vocab_size, dim_or("vocab_size", 50257));
+  PS_TRY(c.hidden_dim, dim_or("n_inner", 4 * c.dim));  // null: 4 * n_embd
+  c.n_kv_heads = c.n_heads;
+  if (c.dim % c.n_heads != 0) return std::unexpected(f.error("n_head", "does not divide n_embd"));
+  std::optional<double> eps;
+  PS_TRY(eps, f.opt_number("layer_norm_epsilon"));
+  c.rms_norm_eps = static_cast<float>(eps.value_or(1e-5));
+  if (!(c.rms_norm_eps >= 0.0f)) return std::unexpected(f.error("layer_norm_epsilon", "is negative"));
+  std::optional<std::string> act;
+  PS_TRY(act, f.opt_string("activation_function"));
+  if (act && *act != "gelu_new" && *act != "gelu_pytorch_tanh")
+    return std::unexpected(f.error("activation_function", "'" + *act + "' is not supported (gelu_new, gelu_pytorch_tanh)"));
+  std::optional<bool> flag;
+  PS_TRY(flag, f.opt_bool("tie_word_embeddings"));
+  c.shared_classifier = flag.value_or(true);
+  PS_TRY(flag, f.opt_bool("scale_attn_weights"));
+  if (!flag.value_or(true)) return std::unexpected(f.error("scale_attn_weights", "= false is not supported"));
+  for (const char* key : {"scale_attn_by_inverse_layer_idx", "add_cross_attention"}) {
+    PS_TRY(flag, f.opt_bool(key));
+    if (flag.value_or(false)) return std::unexpected(f.error(key, "= true is not supported"));
+  }
+  PS_TRY(flag, f.opt_bool("reorder_and_upcast_attn"));
+  c.norm = norm_kind::layer;
+  c.ffn = ffn_kind::gelu_tanh;
+  c.positions = position_kind::learned;
+  std::vector<int> ids;
+  PS_TRY(p.generation.eos_token_ids, f.int_or_ints("eos_token_id"));
+  PS_TRY(ids, f.int_or_ints("bos_token_id"));
+  if (!ids.empty()) p.generation.bos_token_id = ids.front();
+  return {};
+}
+
 }  // namespace
 
 std::expected<parsed_config, std::string> config_parse(std::string_view json) {
@@ -230,6 +276,10 @@ std::expected<parsed_config, std::string> config_parse(std::string_view json) {
   parsed_config p;
   model_config& c = p.config;
   PS_TRY(p.arch, architecture(f, c.architecture));
+  if (p.arch == family::gpt2) {
+    if (auto r = gpt2_config(f, p); !r) return std::unexpected(r.error());
+    return p;
+  }
   PS_TRY(c.dim, f.dim("hidden_size"));
   PS_TRY(c.n_layers, f.dim("num_hidden_layers"));
   PS_TRY(c.n_heads, f.dim("num_attention_heads"));

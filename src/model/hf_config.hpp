@@ -11,7 +11,7 @@
 namespace pagedserve::hf {
 
 // The architectures config.json's `architectures` may name, and what each implies.
-enum class family { llama, qwen2, qwen3, qwen3_moe };
+enum class family { llama, qwen2, qwen3, qwen3_moe, gpt2 };
 
 struct parsed_config {
   model_config config;

@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "model/hf_config.hpp"
+#include "model/hf_gpt2.hpp"
+#include "model/hf_tensor_source.hpp"
 #include "pagedserve/hf_model.hpp"
 #include "pagedserve/safetensors.hpp"
 
@@ -21,65 +23,6 @@ std::expected<std::string, std::string> read_text(const std::filesystem::path& p
   return s.str();
 }
 
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-// Looks tensors up by name and turns them into weight views (or fp32 vectors), with errors that
-// name the tensor and the architecture that needs it.
-class tensor_source {
- public:
-  tensor_source(const safetensors_set& set, model& m) : set_(set), m_(m) {}
-
-  std::expected<weight, std::string> matrix(const std::string& name, int rows, int cols) {
-    auto t = find(name, {rows, cols});
-    if (!t) return std::unexpected(t.error());
-    const safetensors_tensor& st = **t;
-    const void* data = st.data;
-    // A tensor not aligned to its element size (legal in the format, rare in practice) is copied.
-    if (reinterpret_cast<std::uintptr_t>(data) % dtype_size(*st.type) != 0) {
-      std::byte* copy = m_.keep(std::vector<std::byte>(st.n_bytes));
-      std::memcpy(copy, st.data, st.n_bytes);
-      data = copy;
-    }
-    return weight{data, *st.type, rows, cols};
-  }
-
-  // A norm weight or bias, copied to fp32.
-  std::expected<const float*, std::string> vector(const std::string& name, int n) {
-    auto t = find(name, {n});
-    if (!t) return std::unexpected(t.error());
-    std::vector<float> v(n);
-    const std::byte* p = (*t)->data;
-    for (int i = 0; i < n; ++i) {
-      if (*(*t)->type == dtype::f32) {
-        std::memcpy(&v[i], p + 4 * i, 4);
-      } else {
-        std::uint16_t h;
-        std::memcpy(&h, p + 2 * i, 2);
-        v[i] = *(*t)->type == dtype::bf16 ? bf16_to_f32(h) : f16_to_f32(h);
-      }
-    }
-    return m_.keep(std::move(v));
-  }
-
- private:
-  std::expected<const safetensors_tensor*, std::string> find(const std::string& name,
-                                                             const std::vector<std::int64_t>& shape) const {
-    const safetensors_tensor* t = set_.find(name);
-    if (!t) return std::unexpected("missing tensor '" + name + "' (" + m_.config.architecture + " needs it)");
-    if (!t->type) return std::unexpected("tensor '" + name + "' has dtype " + t->dtype_name + "; expected F32, BF16 or F16");
-    if (t->shape != shape)
-      return std::unexpected("tensor '" + name + "' has shape " + shape_text(t->shape) + ", expected " + shape_text(shape));
-    return t;
-  }
-
-  const safetensors_set& set_;
-  model& m_;
-};
-
 // Unwraps an expected into `out`, or returns its error from the enclosing function.
 #define PS_TRY(out, expr)                                          \
   do {                                                             \
@@ -88,7 +31,7 @@ class tensor_source {
     out = *try_result_;                                            \
   } while (0)
 
-std::expected<void, std::string> load_layer(tensor_source& src, const hf::parsed_config& p, int l, layer_weights& w) {
+std::expected<void, std::string> load_layer(hf::tensor_source& src, const hf::parsed_config& p, int l, layer_weights& w) {
   const model_config& c = p.config;
   const std::string at = "model.layers." + std::to_string(l) + ".";
   const std::string attn = at + "self_attn.", mlp = at + "mlp.";
@@ -129,7 +72,7 @@ std::expected<void, std::string> load_layer(tensor_source& src, const hf::parsed
 
 std::expected<void, std::string> load_tensors(const safetensors_set& set, const hf::parsed_config& p, model& m) {
   const model_config& c = p.config;
-  tensor_source src(set, m);
+  hf::tensor_source src(set, m);
   PS_TRY(m.token_embedding, src.matrix("model.embed_tokens.weight", c.vocab_size, c.dim));
   m.layers.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; ++l)
@@ -169,7 +112,10 @@ std::expected<std::shared_ptr<const model>, std::string> hf_model_load(const std
   m->config = parsed->config;
   m->generation = parsed->generation;
   for (const auto& f : set->files()) m->storage.push_back(f.mapping());
-  if (auto r = load_tensors(*set, *parsed, *m); !r) return fail(r.error());
+  if (auto r = parsed->arch == hf::family::gpt2 ? hf::gpt2_load_tensors(*set, parsed->config, *m)
+                                                 : load_tensors(*set, *parsed, *m);
+      !r)
+    return fail(r.error());
   model_convert_weights(*m, options.weights);
   m->rope_inv_freq = rope_inv_freq_compute(m->config);
   if (auto r = model_check(*m); !r) return fail(r.error());
