@@ -1,7 +1,8 @@
 // GPT-2 (GPT2LMHeadModel) as small random-weight safetensors folders (fp32, bf16, fp16; with and
 // without the `transformer.` prefix; with the old causal-mask buffers) and as GGUF files (gpt2 arch,
 // F32 and F16), run through forward_pass with two sequences sharing paged steps against the scalar
-// reference of gpt2_reference.hpp, on every kernel table.
+// reference of gpt2_reference.hpp, on every kernel table. GGUF Q8_0 and Q4_0 files are checked against
+// the reference run on the weights they hold (ggml's dequantization is exact).
 //
 // Tolerance: |engine - reference| <= 1e-4 on every logit (logits are O(1)), as for the other
 // architectures: the reference uses the very values stored, the engine widens them exactly.
@@ -90,8 +91,11 @@ TEST_P(gpt2_architecture, hf_folder_logits_match_the_scalar_reference) {
 TEST_P(gpt2_architecture, gguf_logits_match_the_scalar_reference) {
   const gpt2_spec& s = GetParam();
   const auto tensors = test::gpt2_random_tensors(s, dtype::f32, 4321);
-  for (const gguf_tensor_type type : {gguf_tensor_type::f32, gguf_tensor_type::f16}) {
+  for (const gguf_tensor_type type :
+       {gguf_tensor_type::f32, gguf_tensor_type::f16, gguf_tensor_type::q8_0, gguf_tensor_type::q4_0}) {
     SCOPED_TRACE(gguf_tensor_type_name(static_cast<std::uint32_t>(type)));
+    const bool quantized = type == gguf_tensor_type::q8_0 || type == gguf_tensor_type::q4_0;
+    if (quantized && (s.dim % 32 != 0 || s.hidden() % 32 != 0)) continue;  // 32-wide blocks along each row
     const auto path = test::temp_dir(s.name + ".gguf");
     test::write_gpt2_gguf(path, s, tensors, type);
     auto m = model_load_any(path);
@@ -99,7 +103,7 @@ TEST_P(gpt2_architecture, gguf_logits_match_the_scalar_reference) {
     EXPECT_EQ((*m)->config.architecture, "gpt2");
     EXPECT_EQ((*m)->config.positions, position_kind::learned);
     EXPECT_EQ((*m)->layers[0].wq.type, type == gguf_tensor_type::f16 ? dtype::f16 : dtype::f32);
-    const auto stored = test::gguf_stored_values(tensors, type);  // every 2-D tensor rounded to F16
+    const auto stored = test::gpt2_gguf_stored_values(tensors, type);  // exactly what the file holds
     const test::gpt2_reference ref(s, stored);
     for (const kernels::kernel_table* kt : kernels::kernel_tables_supported()) {
       SCOPED_TRACE(std::string(kernels::isa_name(kt->which)));

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "model/gguf_test_model.hpp"
 #include "model/hf_test_model.hpp"
 #include "pagedserve/gguf_writer.hpp"
 
@@ -165,12 +166,37 @@ inline std::vector<float> conv1d_rows(const test_tensor& t, int c0, int n) {
   return rows;
 }
 
+// The values a GGUF of `type` written by gguf_add_gpt2 holds, under the HF names: every matrix rounded
+// (F16) or quantized and dequantized (Q8_0, Q4_0: gguf_test_model.hpp's ggml formulas) along the rows
+// the file stores, i.e. along `in` for the transposed Conv1D weights. Vectors stay as they are.
+inline tensor_map gpt2_gguf_stored_values(tensor_map t, gguf_tensor_type type) {
+  auto round_rows = [&](std::vector<float>& rows) {
+    if (type == gguf_tensor_type::q8_0) q8_0_round_trip(rows.data(), rows.size());
+    if (type == gguf_tensor_type::q4_0) q4_0_round_trip(rows.data(), rows.size());
+    if (type == gguf_tensor_type::f16)
+      for (float& v : rows) v = f16_to_f32(f32_to_f16(v));
+  };
+  for (auto& [name, x] : t) {
+    if (x.shape.size() != 2) continue;
+    const bool conv = name.ends_with("c_attn.weight") || name.ends_with("c_proj.weight") || name.ends_with("c_fc.weight");
+    if (!conv) {
+      round_rows(x.values);
+      continue;
+    }
+    const int in = static_cast<int>(x.shape[0]), out = static_cast<int>(x.shape[1]);
+    std::vector<float> rows = conv1d_rows(x, 0, out);  // [out, in]
+    round_rows(rows);
+    for (int o = 0; o < out; ++o)
+      for (int i = 0; i < in; ++i) x.values[static_cast<std::size_t>(i) * out + o] = rows[static_cast<std::size_t>(o) * in + i];
+  }
+  return t;
+}
+
 // The GGUF llama.cpp's convert_hf_to_gguf.py writes for this GPT-2 (gpt2 arch, Conv1D weights transposed
 // to ggml's [out, in] rows, c_attn kept fused as attn_qkv, output.weight written even when tied unless
-// `tied_output` is false); matrices as `type`, vectors F32.
-inline void write_gpt2_gguf(const std::filesystem::path& path, const gpt2_spec& s, const tensor_map& t,
-                            gguf_tensor_type type, bool tied_output = true) {
-  gguf_writer w;
+// `tied_output` is false); matrices as `type`, vectors F32. No tokenizer: the caller may add one.
+inline void gguf_add_gpt2(gguf_writer& w, const gpt2_spec& s, const tensor_map& t, gguf_tensor_type type,
+                          bool tied_output = true) {
   w.add_string("general.architecture", "gpt2");
   w.add_string("general.name", "test-" + s.name);
   w.add_u32("gpt2.context_length", static_cast<std::uint32_t>(s.positions));
@@ -179,8 +205,8 @@ inline void write_gpt2_gguf(const std::filesystem::path& path, const gpt2_spec& 
   w.add_u32("gpt2.block_count", static_cast<std::uint32_t>(s.layers));
   w.add_u32("gpt2.attention.head_count", static_cast<std::uint32_t>(s.heads));
   w.add_f32("gpt2.attention.layer_norm_epsilon", static_cast<float>(s.eps));
-  w.add_u32("tokenizer.ggml.bos_token_id", 1);
-  w.add_u32("tokenizer.ggml.eos_token_id", 2);
+  w.add_u32("tokenizer.ggml.bos_token_id", static_cast<std::uint32_t>(s.bos));
+  w.add_u32("tokenizer.ggml.eos_token_id", static_cast<std::uint32_t>(s.eos));
   auto matrix = [&](const std::string& name, int rows, int cols, const std::vector<float>& values) {
     w.add_tensor(name, {static_cast<std::uint64_t>(cols), static_cast<std::uint64_t>(rows)}, type, values);
   };
@@ -218,6 +244,12 @@ inline void write_gpt2_gguf(const std::filesystem::path& path, const gpt2_spec& 
   vec("output_norm.bias", "ln_f.bias");
   if (!s.tied) matrix("output.weight", s.vocab, s.dim, t.at("lm_head.weight").values);
   else if (tied_output) matrix("output.weight", s.vocab, s.dim, t.at("wte.weight").values);
+}
+
+inline void write_gpt2_gguf(const std::filesystem::path& path, const gpt2_spec& s, const tensor_map& t,
+                            gguf_tensor_type type, bool tied_output = true) {
+  gguf_writer w;
+  gguf_add_gpt2(w, s, t, type, tied_output);
   auto r = w.write(path);
   if (!r) throw std::runtime_error(r.error());
 }
