@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 
 #include "model/engine_runner.hpp"
 #include "model/gguf_test_model.hpp"
@@ -253,6 +254,36 @@ TEST(gpt2_tensors, unknown_missing_and_misshapen_tensors_are_refused) {
   auto transposed = test::gpt2_random_tensors(s, dtype::f32, 1);
   transposed["h.0.mlp.c_fc.weight"].shape = {s.hidden(), s.dim};  // nn.Linear's [out, in]
   check(transposed, "'transformer.h.0.mlp.c_fc.weight' has shape [128, 32], expected [32, 128]");
+  std::filesystem::remove_all(dir);
+}
+
+// model_check names each GPT-2 part a loader could leave out: LayerNorm and MLP biases, the learned
+// position embedding (with its shape), and a gate the GELU MLP must not have.
+TEST(gpt2_check, model_check_names_the_missing_part) {
+  const gpt2_spec s = specs().front();
+  const auto dir = test::temp_dir("gpt2_check");
+  test::write_gpt2_folder(dir, s, test::gpt2_random_tensors(s, dtype::f32, 6), dtype::f32);
+  auto loaded = hf_model_load(dir);
+  ASSERT_TRUE(loaded.has_value()) << loaded.error();
+  ASSERT_TRUE(model_check(**loaded).has_value());
+  const std::vector<std::pair<std::string, std::function<void(model&)>>> cases = {
+      {"layer 1 attention norm bias is missing", [](model& m) { m.layers[1].att_norm_bias = nullptr; }},
+      {"layer 0 ffn norm bias is missing", [](model& m) { m.layers[0].ffn_norm_bias = nullptr; }},
+      {"layer 0 up bias is missing", [](model& m) { m.layers[0].b_up = nullptr; }},
+      {"layer 1 down bias is missing", [](model& m) { m.layers[1].b_down = nullptr; }},
+      {"final norm bias is missing", [](model& m) { m.final_norm_bias = nullptr; }},
+      {"position embedding is missing", [](model& m) { m.position_embedding = {}; }},
+      {"position embedding has shape [23, 32], expected [24, 32]", [](model& m) { m.position_embedding.rows = 23; }},
+      {"layer 0 has a gate projection", [](model& m) { m.layers[0].w_gate = m.layers[0].w_up; }},
+      {"rope_inv_freq has 4 entries, expected 0", [](model& m) { m.rope_inv_freq.assign(4, 1.0f); }},
+  };
+  for (const auto& [want, edit] : cases) {
+    model m = **loaded;
+    edit(m);
+    const auto r = model_check(m);
+    ASSERT_FALSE(r.has_value()) << want;
+    EXPECT_NE(r.error().find(want), std::string::npos) << r.error();
+  }
   std::filesystem::remove_all(dir);
 }
 
