@@ -71,8 +71,7 @@ float* forward_pass::run(const step_batch& b, const kv_cache& cache) {
     for (int t = 0; t < T; ++t) {
       ps_check(b.positions[t] >= 0 && b.positions[t] < c.seq_len, "forward: position beyond the learned embeddings");
       weight_row_to_f32(xb_.data(), model_.position_embedding, b.positions[t]);
-      float* xt = &x_[static_cast<std::size_t>(t) * dim];
-      for (int i = 0; i < dim; ++i) xt[i] += xb_[i];
+      ops::add(&x_[static_cast<std::size_t>(t) * dim], xb_.data(), 1, dim);
     }
   }
 

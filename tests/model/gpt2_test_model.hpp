@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -34,6 +35,9 @@ struct gpt2_spec {
   int hidden() const { return inner > 0 ? inner : 4 * dim; }
   int hd() const { return dim / heads; }
 };
+
+// gtest prints a parameter by its name, not its bytes.
+inline void PrintTo(const gpt2_spec& s, std::ostream* os) { *os << s.name; }
 
 inline std::string gpt2_config_json(const gpt2_spec& s) {
   std::string j = "{\"architectures\": [\"GPT2LMHeadModel\"], \"model_type\": \"gpt2\", \"n_embd\": " +
