@@ -259,6 +259,12 @@ std::expected<void, std::string> gpt2_config(const fields& f, parsed_config& p) 
   PS_TRY(p.generation.eos_token_ids, f.int_or_ints("eos_token_id"));
   PS_TRY(ids, f.int_or_ints("bos_token_id"));
   if (!ids.empty()) p.generation.bos_token_id = ids.front();
+  // GPT2Config's default for both: <|endoftext|>, 50256, where the vocabulary has it.
+  constexpr int end_of_text = 50256;
+  if (c.vocab_size > end_of_text) {
+    if (p.generation.eos_token_ids.empty()) p.generation.eos_token_ids = {end_of_text};
+    if (!p.generation.bos_token_id) p.generation.bos_token_id = end_of_text;
+  }
   return {};
 }
 

@@ -204,6 +204,30 @@ TEST(gpt2_config, reorder_and_upcast_attn_is_accepted) {
   std::filesystem::remove_all(dir);
 }
 
+// A config.json with only the architecture takes GPT2Config's defaults: GPT-2 small's shape, ids 50256.
+TEST(gpt2_config, absent_keys_take_gpt2configs_defaults) {
+  const auto dir = test::temp_dir("gpt2_defaults");
+  gpt2_spec s = specs().front();
+  s.dim = 768, s.heads = 12, s.layers = 1, s.positions = 1024, s.vocab = 50257;
+  test::write_gpt2_folder(dir, s, test::gpt2_random_tensors(s, dtype::bf16, 1), dtype::bf16);
+  std::filesystem::remove(dir / "generation_config.json");
+  std::ofstream(dir / "config.json") << R"({"architectures": ["GPT2LMHeadModel"], "n_layer": 1})";
+  auto m = hf_model_load(dir);
+  ASSERT_TRUE(m.has_value()) << m.error();
+  const model_config& c = (*m)->config;
+  EXPECT_EQ(c.dim, 768);
+  EXPECT_EQ(c.n_heads, 12);
+  EXPECT_EQ(c.n_kv_heads, 12);
+  EXPECT_EQ(c.hidden_dim, 3072);
+  EXPECT_EQ(c.seq_len, 1024);
+  EXPECT_EQ(c.vocab_size, 50257);
+  EXPECT_FLOAT_EQ(c.rms_norm_eps, 1e-5f);
+  EXPECT_TRUE(c.shared_classifier);
+  EXPECT_EQ((*m)->generation.eos_token_ids, std::vector<int>{50256});
+  EXPECT_EQ((*m)->generation.bos_token_id, 50256);
+  std::filesystem::remove_all(dir);
+}
+
 // What the forward pass does not implement is refused, naming the key.
 TEST(gpt2_config, unsupported_options_name_the_key) {
   gpt2_spec base = specs().front();
