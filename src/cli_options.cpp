@@ -29,7 +29,8 @@ std::string cli_usage() {
                       [--threads N] [--kernels auto|scalar|avx2|avx2_vnni|avx512|avx512_vnni|avx512_bf16] [--quantize none|bf16|int8]
                       [--generation-config auto|vllm] [--log-level L]
                       [--max-waiting N] [--max-body-bytes N] [--api-key KEY] [--cors-allow-origin O]
-                      [--served-model-name NAME] [--max-connections N] [--max-requests-per-socket N]
+                      [--served-model-name NAME] [--max-connections N] [--max-connections-per-client N]
+                      [--max-waiting-per-client N] [--max-requests-per-socket N]
                       [--max-outbound-bytes N] [--max-header-bytes N] [--idle-timeout S]
                       [--request-timeout S] [--shutdown-grace S] [--web-root DIR] [--replica-name NAME]
   pagedserve generate [--config FILE] --model M.bin [--tokenizer T.bin] --prompt TEXT [--max-tokens N]
@@ -99,6 +100,8 @@ std::expected<cli_options, std::vector<std::string>> cli_parse(int argc, char** 
     else if (name == "log-level") c.log_level = value;
     else if (name == "io-threads") ok = parse_number(value, c.server.io_threads);
     else if (name == "max-waiting") ok = parse_number(value, c.engine.max_waiting);
+    else if (name == "max-waiting-per-client") ok = parse_number(value, c.engine.max_waiting_per_client);
+    else if (name == "max-connections-per-client") ok = parse_number(value, c.server.max_connections_per_client);
     else if (name == "max-body-bytes") ok = parse_number(value, c.server.max_body_bytes);
     else if (name == "api-key") c.server.api_key = value;
     else if (name == "cors-allow-origin") c.server.cors_allow_origin = value;
