@@ -1,0 +1,202 @@
+#include "hub/hub_file_download.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "hub/hub_url.hpp"
+#include "hub/sha256.hpp"
+
+namespace pagedserve {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int max_attempts = 6;  // requests per file: resumes after dropped connections, one restart
+
+std::uint64_t size_or_zero(const fs::path& p) {
+  std::error_code ec;
+  const auto n = fs::file_size(p, ec);
+  return ec ? 0 : n;
+}
+
+// The response huggingface_hub reads a file's metadata from: relative redirects (a renamed repo,
+// the hub's resolve cache) are followed, an absolute one (the CDN) is where the metadata stops.
+const hub_http_hop& metadata_hop(const std::vector<hub_http_hop>& hops) {
+  for (const hub_http_hop& hop : hops)
+    if (!hop.redirect() || !hub_location_is_relative(hop.header("location"))) return hop;
+  return hops.back();
+}
+
+bool sha256_hex_is(std::string_view s) {
+  return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
+struct file_closer {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+
+}  // namespace
+
+hub_headers hub_request_headers(const hub_settings& s) {
+  hub_headers h = {{"User-Agent", "pagedserve/" PAGEDSERVE_VERSION}, {"Accept-Encoding", "identity"}};
+  if (!s.token.empty()) h.emplace_back("Authorization", "Bearer " + s.token);
+  return h;
+}
+
+hub_http_options hub_http_options_from(const hub_settings& s) {
+  hub_http_options o;
+  o.connect_timeout = s.connect_timeout;
+  o.read_timeout = s.read_timeout;
+  return o;
+}
+
+std::string hub_status_message(const hub_http_hop& hop, const std::string& what, const hub_settings& s,
+                               const std::string& body) {
+  const std::string code = hop.header("x-error-code");
+  std::string detail = hop.header("x-error-message");
+  if (detail.empty() && body.size() < 300 && body.find('<') == std::string::npos) detail = body;
+  const std::string said = detail.empty() ? "" : " (" + detail + ")";
+  const std::string token_hint =
+      s.token.empty() ? "no token was sent: set HF_TOKEN (or put one in $HF_HOME/token, as `huggingface-cli login` does)"
+                      : "the token sent (HF_TOKEN or $HF_HOME/token) was refused or has no access to it";
+  switch (hop.status) {
+    case 401:
+      return what + ": 401 Unauthorized from " + hop.url + said +
+             ": the repository is private or gated, or does not exist; " + token_hint;
+    case 403:
+      return what + ": 403 Forbidden from " + hop.url + said + ": " + token_hint +
+             " (a gated model also needs its terms accepted on its hub page)";
+    case 404:
+      if (code == "RevisionNotFound") return what + ": revision not found" + said;
+      if (code == "EntryNotFound") return what + ": file not found in the repository" + said;
+      return what + ": 404 Not Found at " + hop.url + said + " (check the repository id and --revision)";
+    default:
+      return what + ": HTTP " + std::to_string(hop.status) + " from " + hop.url + said;
+  }
+}
+
+std::expected<void, std::string> hub_file_download(const hub_cache& cache, const hub_settings& s,
+                                                   const std::string& repo, const std::string& commit,
+                                                   const hub_file& file, download_progress& progress) {
+  const std::string url = s.endpoint + "/" + repo + "/resolve/" + commit + "/" + hub_url_quote(file.name, true);
+  const std::string what = repo + "/" + file.name;
+  std::string etag = file.expected_etag().value_or("");
+  std::optional<hub_file_lock> lock;
+  std::string locked;
+  auto lock_for = [&](const std::string& e) -> std::expected<void, std::string> {
+    if (locked == e) return {};
+    lock.reset();
+    auto l = hub_file_lock::acquire(cache.lock(repo, e));
+    if (!l) return std::unexpected(l.error());
+    lock.emplace(std::move(*l));
+    locked = e;
+    return {};
+  };
+  if (!etag.empty()) {
+    if (auto l = lock_for(etag); !l) return l;
+    if (fs::exists(cache.blob(repo, etag))) return cache.link(repo, commit, file.name, etag);  // shared by another revision
+  }
+  std::vector<char> buf(1 << 20);
+  for (int attempt = 1;; ++attempt) {
+    if (attempt > max_attempts) return std::unexpected(what + ": giving up after " + std::to_string(max_attempts) + " attempts");
+    const std::uint64_t offset = etag.empty() ? 0 : size_or_zero(cache.incomplete(repo, etag));
+    hub_headers headers = hub_request_headers(s);
+    if (offset > 0) headers.emplace_back("Range", "bytes=" + std::to_string(offset) + "-");
+    auto r = hub_http_get(url, headers, hub_http_options_from(s));
+    if (!r) return std::unexpected(what + ": " + r.error());
+    const hub_http_hop& fin = r->final_hop();
+    if (fin.status != 200 && fin.status != 206)
+      return std::unexpected(hub_status_message(fin, what, s, r->body->read_text()));
+    const hub_http_hop& meta = metadata_hop(r->hops);
+    std::string answered = hub_etag_normalize(meta.header("x-linked-etag"));
+    if (answered.empty()) answered = hub_etag_normalize(meta.header("etag"));
+    if (answered.empty()) return std::unexpected(what + ": the hub sent no ETag, so the file cannot be cached");
+    if (const auto c = meta.header("x-repo-commit"); !c.empty() && c != commit)
+      return std::unexpected(what + ": the hub answered for commit " + c + ", not " + commit);
+    if (answered != etag) {  // the listing did not name the blob, or named another one
+      if (auto l = lock_for(answered); !l) return l;
+      etag = answered;
+      if (fs::exists(cache.blob(repo, etag))) return cache.link(repo, commit, file.name, etag);
+      if (offset > 0 || size_or_zero(cache.incomplete(repo, etag)) > 0) continue;  // ask again with the right Range
+    }
+    std::optional<std::uint64_t> announced = header_u64(meta.header("x-linked-size"));
+    if (!announced && &meta == &fin) announced = header_u64(fin.header("content-length"));
+    std::uint64_t start = 0;
+    if (fin.status == 206) {
+      const auto range = content_range_parse(fin.header("content-range"));
+      if (!range || range->first != offset) {
+        spdlog::warn("{}: the server resumed at another offset ({}); starting over", what, fin.header("content-range"));
+        fs::remove(cache.incomplete(repo, etag));
+        continue;
+      }
+      start = offset;
+      if (range->total && !announced) announced = range->total;
+    } else if (offset > 0) {
+      spdlog::warn("{}: the server ignored the Range request (200, not 206): downloading from the start", what);
+    }
+    std::optional<std::uint64_t> total = file.size ? file.size : announced;
+    if (file.size && announced && *file.size != *announced)
+      return std::unexpected(what + ": the listing says " + std::to_string(*file.size) + " bytes, the download " +
+                             std::to_string(*announced));
+    const fs::path part = cache.incomplete(repo, etag);
+    fs::create_directories(part.parent_path());
+    std::unique_ptr<std::FILE, file_closer> out(std::fopen(part.c_str(), start > 0 ? "ab" : "wb"));
+    if (!out) return std::unexpected("cannot write " + part.string());
+    sha256_hasher hash;
+    if (start > 0)
+      if (auto h = sha256_update_from_file(hash, part, start); !h) return std::unexpected(h.error());
+    progress.start(file.name, total.value_or(0), start);
+    std::uint64_t done = start;
+    std::string failed;
+    for (;;) {
+      auto n = r->body->read(buf);
+      if (!n) {
+        failed = n.error();
+        break;
+      }
+      if (*n == 0) break;
+      if (std::fwrite(buf.data(), 1, *n, out.get()) != *n) {
+        progress.finish();
+        return std::unexpected("cannot write " + part.string() + " (disk full?)");
+      }
+      hash.update(buf.data(), *n);
+      done += *n;
+      progress.advance(*n);
+    }
+    progress.finish();
+    if (std::fflush(out.get()) != 0) return std::unexpected("cannot write " + part.string() + " (disk full?)");
+    out.reset();
+    if (!failed.empty()) {
+      if (done > start && attempt < max_attempts) {  // it moved: resume where it stopped
+        spdlog::warn("{}: {}; resuming at byte {}", what, failed, done);
+        continue;
+      }
+      return std::unexpected(what + ": download failed: " + failed + "; the " + std::to_string(done) +
+                             " bytes received are kept in " + part.string() + " and the next start resumes there");
+    }
+    if (total && done != *total) {
+      fs::remove(part);
+      return std::unexpected(what + ": received " + std::to_string(done) + " bytes, expected " +
+                             std::to_string(*total) + "; the file was deleted, start again to download it anew");
+    }
+    const std::optional<std::string> want = file.sha256 ? file.sha256 : sha256_hex_is(etag) ? std::optional(etag) : std::nullopt;
+    if (want) {
+      const std::string got = hash.hex_digest();
+      if (got != *want) {
+        fs::remove(part);
+        return std::unexpected(what + ": SHA-256 mismatch (expected " + *want + ", got " + got +
+                               "): the file is corrupt and was deleted; start again to download it anew");
+      }
+    }
+    std::error_code ec;
+    fs::rename(part, cache.blob(repo, etag), ec);
+    if (ec) return std::unexpected("cannot move " + part.string() + " into place: " + ec.message());
+    return cache.link(repo, commit, file.name, etag);
+  }
+}
+
+}  // namespace pagedserve
