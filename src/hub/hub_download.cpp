@@ -76,7 +76,7 @@ std::vector<hub_file> snapshot_files(const fs::path& dir) {
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
     if (fs::is_regular_file(it->path(), ec))  // follows the symlink: a dangling one is not a file
-      files.push_back(hub_file{fs::relative(it->path(), dir).generic_string(), {}, {}, {}});
+      files.push_back(hub_file{it->path().lexically_relative(dir).generic_string(), {}, {}, {}});
   std::sort(files.begin(), files.end(), [](const hub_file& a, const hub_file& b) { return a.name < b.name; });
   return files;
 }

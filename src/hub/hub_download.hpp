@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <string>
 
-#include "hub/download_progress.hpp"
-#include "hub/hub_file_select.hpp"
-#include "hub/hub_settings.hpp"
+#include "download_progress.hpp"
+#include "hub_file_select.hpp"
+#include "hub_settings.hpp"
 
 namespace pagedserve {
 

@@ -7,11 +7,11 @@
 #include <expected>
 #include <string>
 
-#include "hub/download_progress.hpp"
-#include "hub/hub_cache.hpp"
-#include "hub/hub_client.hpp"
-#include "hub/hub_file_select.hpp"
-#include "hub/hub_settings.hpp"
+#include "download_progress.hpp"
+#include "hub_cache.hpp"
+#include "hub_client.hpp"
+#include "hub_file_select.hpp"
+#include "hub_settings.hpp"
 
 namespace pagedserve {
 
