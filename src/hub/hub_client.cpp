@@ -64,8 +64,11 @@ class connection final : public hub_http_body {
     if (ec) return "cannot resolve " + u.host + ": " + ec.message();
     if (u.scheme == "https") {
       tls_ = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(io_, tls_context());
-      // SNI, and the certificate must name this host.
-      if (!SSL_set_tlsext_host_name(tls_->native_handle(), u.host.c_str())) return "cannot set TLS SNI for " + u.host;
+      // SNI (for names only: RFC 6066 has no IP literals there), and the certificate must name this host.
+      boost::system::error_code not_ip;
+      asio::ip::make_address(u.host, not_ip);
+      if (not_ip && !SSL_set_tlsext_host_name(tls_->native_handle(), u.host.c_str()))
+        return "cannot set TLS SNI for " + u.host;
       tls_->set_verify_callback(asio::ssl::host_name_verification(u.host));
     } else {
       plain_ = std::make_unique<beast::tcp_stream>(io_);
@@ -112,8 +115,9 @@ class connection final : public hub_http_body {
     body.data = out.data();
     body.size = out.size();
     beast::error_code ec = run(options_.read_timeout, [&](auto&& done) {
-      if (tls_) http::async_read(*tls_, buffer_, *parser_, done);
-      else http::async_read(*plain_, buffer_, *parser_, done);
+      // read_some: what has arrived, not a full buffer, so progress moves as bytes come in.
+      if (tls_) http::async_read_some(*tls_, buffer_, *parser_, done);
+      else http::async_read_some(*plain_, buffer_, *parser_, done);
     });
     if (ec == http::error::need_buffer) ec = {};
     const std::size_t n = out.size() - body.size;

@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
@@ -68,6 +69,7 @@ struct fake_hub::impl {
   unsigned short hub_port = 0, cdn_port = 0;
   std::thread hub_thread, cdn_thread;
   std::atomic<bool> stopping{false};
+  std::optional<asio::ssl::context> tls;
 
   mutable std::mutex mu;  // guards everything below
   std::map<std::string, stored_repo> repos;
@@ -102,13 +104,25 @@ struct fake_hub::impl {
   }
 
   void serve(tcp::socket s, bool is_cdn) {
+    if (!tls) return serve_on(s, is_cdn, "");
+    asio::ssl::stream<tcp::socket> stream(std::move(s), *tls);
+    boost::system::error_code ec;
+    stream.handshake(asio::ssl::stream_base::server, ec);
+    if (ec) return;  // the client refused the certificate
+    const char* sni = SSL_get_servername(stream.native_handle(), TLSEXT_NAMETYPE_host_name);
+    serve_on(stream, is_cdn, sni ? sni : "");
+    stream.next_layer().shutdown(tcp::socket::shutdown_both, ec);
+  }
+
+  template <class Stream>
+  void serve_on(Stream& s, bool is_cdn, const std::string& sni) {
     boost::beast::flat_buffer buffer;
     http::request<http::string_body> req;
     boost::system::error_code ec;
     http::read(s, buffer, req, ec);
     if (ec) return;
     fake_hub_request seen{is_cdn, std::string(req.target()), std::string(req[http::field::range]),
-                          std::string(req[http::field::authorization])};
+                          std::string(req[http::field::authorization]), sni};
     std::optional<std::pair<std::uint64_t, int>> cut;
     response r;
     {
@@ -123,10 +137,11 @@ struct fake_hub::impl {
       }
     }
     send(s, r, cut);
-    s.shutdown(tcp::socket::shutdown_both, ec);
+    if constexpr (std::is_same_v<Stream, tcp::socket>) s.shutdown(tcp::socket::shutdown_both, ec);
   }
 
-  void send(tcp::socket& s, const response& r, const std::optional<std::pair<std::uint64_t, int>>& cut) {
+  template <class Stream>
+  void send(Stream& s, const response& r, const std::optional<std::pair<std::uint64_t, int>>& cut) {
     const std::uint64_t length = r.file ? r.length : r.body.size();
     std::string head = "HTTP/1.1 " + std::to_string(r.status) + " " + r.reason + "\r\n";
     for (const auto& [k, v] : r.headers) head += k + ": " + v + "\r\n";
@@ -225,7 +240,7 @@ struct fake_hub::impl {
       r.headers.emplace_back("ETag", "\"" + f->blob_id + "\"");  // the pointer file's; X-Linked-Etag wins
       r.headers.emplace_back("X-Linked-Etag", "\"" + f->sha256 + "\"");
       r.headers.emplace_back("X-Linked-Size", std::to_string(f->file.bytes.size()));
-      r.headers.emplace_back("Location", "http://127.0.0.1:" + std::to_string(cdn_port) + "/cdn/" + f->sha256 +
+      r.headers.emplace_back("Location", std::string(tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(cdn_port) + "/cdn/" + f->sha256 +
                                              "?X-Amz-Signature=test");
       return r;
     }
@@ -278,7 +293,12 @@ struct fake_hub::impl {
   }
 };
 
-fake_hub::fake_hub() : impl_(std::make_unique<impl>()) {
+fake_hub::fake_hub(std::optional<fake_hub_tls> tls) : impl_(std::make_unique<impl>()) {
+  if (tls) {
+    impl_->tls.emplace(asio::ssl::context::tls_server);
+    impl_->tls->use_certificate_chain_file(tls->cert_file);
+    impl_->tls->use_private_key_file(tls->key_file, asio::ssl::context::pem);
+  }
   impl_->listen(impl_->hub, impl_->hub_port);
   impl_->listen(impl_->cdn, impl_->cdn_port);
   impl_->hub_thread = std::thread([this] { impl_->accept_loop(impl_->hub, false); });
@@ -321,7 +341,11 @@ std::string fake_hub::commit(const std::string& repo) const {
   return impl_->repos.at(repo).commit;
 }
 
-std::string fake_hub::endpoint() const { return "http://127.0.0.1:" + std::to_string(impl_->hub_port); }
+std::string fake_hub::endpoint() const {
+  return std::string(impl_->tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(impl_->hub_port);
+}
+
+unsigned short fake_hub::port() const { return impl_->hub_port; }
 
 void fake_hub::require_token(std::string token) {
   std::lock_guard lock(impl_->mu);

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,11 +28,17 @@ struct fake_hub_request {
   std::string target;         // request target
   std::string range;          // the Range header, if any
   std::string authorization;  // the Authorization header, if any
+  std::string sni;            // HTTPS: the server name the client sent (SNI), if any
+};
+
+// HTTPS instead of HTTP, on both ports: the PEM files of the server's certificate and key.
+struct fake_hub_tls {
+  std::string cert_file, key_file;
 };
 
 class fake_hub {
  public:
-  fake_hub();
+  explicit fake_hub(std::optional<fake_hub_tls> tls = std::nullopt);
   ~fake_hub();
   fake_hub(const fake_hub&) = delete;
   fake_hub& operator=(const fake_hub&) = delete;
@@ -39,7 +46,8 @@ class fake_hub {
   // Publishes repo ("org/name") at a commit derived from its content; "main" resolves to it.
   void add_repo(const std::string& repo, std::vector<fake_hub_file> files);
   std::string commit(const std::string& repo) const;
-  std::string endpoint() const;  // http://127.0.0.1:PORT (HF_ENDPOINT)
+  std::string endpoint() const;  // http(s)://127.0.0.1:PORT (HF_ENDPOINT)
+  unsigned short port() const;
 
   // Faults and policy; set them before a client runs.
   void require_token(std::string token);  // API and resolve answer 401 without "Bearer <token>"

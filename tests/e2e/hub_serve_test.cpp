@@ -176,10 +176,14 @@ TEST_F(hub_serve, progress_is_a_redrawn_bar_on_a_terminal) {
                              "--max-tokens", "2"},
                             std::chrono::seconds(60));
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out;
-  static const std::regex bar(R"(\rmodel\.safetensors  [0-9.]+ k?B/[0-9.]+ kB +[0-9]+%  [0-9.]+ k?B/s)");
-  const auto n_bars = std::distance(std::sregex_iterator(r.out.begin(), r.out.end(), bar), std::sregex_iterator());
-  EXPECT_GE(n_bars, 3) << r.out;
-  EXPECT_NE(r.out.find("100%"), std::string::npos) << r.out;
+  // Redrawn in place while the bytes come: bars part-way (1..99 %), each with its rate and ETA.
+  static const std::regex partial(
+      R"(\rmodel\.safetensors  [0-9.]+ kB/[0-9.]+ kB +[1-9][0-9]?%  [0-9.]+ kB/s  ETA [0-9]+s)");
+  const auto n_partial =
+      std::distance(std::sregex_iterator(r.out.begin(), r.out.end(), partial), std::sregex_iterator());
+  EXPECT_GE(n_partial, 3) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\rmodel\.safetensors  [0-9.]+ kB/[0-9.]+ kB  100%[^\n]*\n)")))
+      << r.out;
 }
 
 TEST_F(hub_serve, progress_is_plain_log_lines_on_a_pipe) {
@@ -189,6 +193,41 @@ TEST_F(hub_serve, progress_is_plain_log_lines_on_a_pipe) {
   EXPECT_EQ(r.err.find('\r'), std::string::npos);
   EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(downloaded model\.safetensors  [0-9.]+ kB/[0-9.]+ kB  100%)"))) << r.err;
   EXPECT_NE(r.err.find("fetching 5 of 5 files"), std::string::npos) << r.err;
+}
+
+TEST_F(hub_serve, https_verifies_the_certificate_and_sends_sni) {
+  if (!fs::exists("/usr/bin/openssl")) GTEST_SKIP() << "no /usr/bin/openssl to make a certificate (scripts/install-deps.sh installs it)";
+  // A certificate for localhost and 127.0.0.1 that only SSL_CERT_FILE makes trusted.
+  fs::create_directories(home_);
+  const std::string cert = (home_ / "cert.pem").string(), key = (home_ / "key.pem").string();
+  const auto made = run_process({"/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                                 "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert, "-days", "2",
+                                 "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"},
+                                std::chrono::seconds(30));
+  ASSERT_TRUE(made.exited && made.exit_code == 0) << made.err;
+  fake_hub tls_hub(fake_hub_tls{cert, key});
+  tls_hub.add_repo("test-org/tiny", hub_test_safetensors_repo());
+  const std::string endpoint = "https://localhost:" + std::to_string(tls_hub.port());
+  auto env = scoped_env{{"HF_HOME", home_.string()}, {"HF_ENDPOINT", endpoint}, {"HF_HUB_OFFLINE", std::nullopt},
+                        {"HF_TOKEN", std::nullopt}, {"SSL_CERT_FILE", std::nullopt}, {"SSL_CERT_DIR", std::nullopt}};
+  const auto untrusted = generate("test-org/tiny", "hi");  // the system store does not know this certificate
+  EXPECT_TRUE(untrusted.exited && untrusted.exit_code == 1) << untrusted.err;
+  EXPECT_NE(untrusted.err.find("certificate"), std::string::npos) << untrusted.err;
+  EXPECT_TRUE(tls_hub.requests().empty());  // nothing was sent over the refused connection
+
+  auto trust = scoped_env{{"SSL_CERT_FILE", cert}};
+  const auto ok = generate("test-org/tiny", "hi");
+  ASSERT_TRUE(ok.exited && ok.exit_code == 0) << ok.err;
+  bool saw_cdn = false;
+  for (const auto& r : tls_hub.requests()) {
+    if (r.cdn) {
+      saw_cdn = true;
+      EXPECT_EQ(r.sni, "") << "no SNI for an IP address";  // the CDN redirect names 127.0.0.1
+    } else {
+      EXPECT_EQ(r.sni, "localhost") << r.target;
+    }
+  }
+  EXPECT_TRUE(saw_cdn);
 }
 
 }  // namespace
