@@ -79,49 +79,72 @@ std::string hub_status_message(const hub_http_hop& hop, const std::string& what,
   }
 }
 
-std::expected<void, std::string> hub_file_download(const hub_cache& cache, const hub_settings& s,
-                                                   const std::string& repo, const std::string& commit,
-                                                   const hub_file& file, download_progress& progress) {
-  const std::string url = s.endpoint + "/" + repo + "/resolve/" + commit + "/" + hub_url_quote(file.name, true);
-  const std::string what = repo + "/" + file.name;
-  std::string etag = file.expected_etag().value_or("");
-  std::optional<hub_file_lock> lock;
-  std::string locked;
-  auto lock_for = [&](const std::string& e) -> std::expected<void, std::string> {
-    if (locked == e) return {};
-    lock.reset();
-    auto l = hub_file_lock::acquire(cache.lock(repo, e));
-    if (!l) return std::unexpected(l.error());
-    lock.emplace(std::move(*l));
-    locked = e;
-    return {};
-  };
-  if (!etag.empty()) {
-    if (auto l = lock_for(etag); !l) return l;
-    if (fs::exists(cache.blob(repo, etag))) return cache.link(repo, commit, file.name, etag);  // shared by another revision
+namespace {
+
+// One file's download, request after request: a dropped connection resumes where it stopped, a
+// Range the server ignored or answered elsewhere starts over. One blob's lock is held throughout.
+class file_fetch {
+ public:
+  file_fetch(const hub_cache& cache, const hub_settings& s, const std::string& repo, const std::string& commit,
+             const hub_file& file, download_progress& progress)
+      : cache_(cache), s_(s), repo_(repo), commit_(commit), file_(file), progress_(progress),
+        what_(repo + "/" + file.name), etag_(file.expected_etag().value_or("")) {}
+
+  std::expected<void, std::string> run() {
+    if (!etag_.empty()) {
+      if (auto l = lock_for(etag_); !l) return l;
+      if (fs::exists(cache_.blob(repo_, etag_))) return link();  // the same bytes as in another revision
+    }
+    for (int attempt = 1; attempt <= max_attempts; ++attempt) {
+      auto step = request(attempt);
+      if (!step) return std::unexpected(step.error());
+      if (*step == outcome::done) return {};
+    }
+    return std::unexpected(what_ + ": giving up after " + std::to_string(max_attempts) + " attempts");
   }
-  std::vector<char> buf(1 << 20);
-  for (int attempt = 1;; ++attempt) {
-    if (attempt > max_attempts) return std::unexpected(what + ": giving up after " + std::to_string(max_attempts) + " attempts");
-    const std::uint64_t offset = etag.empty() ? 0 : size_or_zero(cache.incomplete(repo, etag));
-    hub_headers headers = hub_request_headers(s);
+
+ private:
+  enum class outcome { done, again };
+  static std::expected<outcome, std::string> done_if(const std::expected<void, std::string>& r) {
+    if (!r) return std::unexpected(r.error());
+    return outcome::done;
+  }
+
+  std::expected<void, std::string> link() { return cache_.link(repo_, commit_, file_.name, etag_); }
+  fs::path part() const { return cache_.incomplete(repo_, etag_); }
+
+  std::expected<void, std::string> lock_for(const std::string& etag) {
+    if (locked_ == etag) return {};
+    lock_.reset();
+    auto l = hub_file_lock::acquire(cache_.lock(repo_, etag));
+    if (!l) return std::unexpected(l.error());
+    lock_.emplace(std::move(*l));
+    locked_ = etag;
+    return {};
+  }
+
+  // GET the file (from the partial blob's end when there is one) and receive it.
+  std::expected<outcome, std::string> request(int attempt) {
+    const std::string url = s_.endpoint + "/" + repo_ + "/resolve/" + commit_ + "/" + hub_url_quote(file_.name, true);
+    const std::uint64_t offset = etag_.empty() ? 0 : size_or_zero(part());
+    hub_headers headers = hub_request_headers(s_);
     if (offset > 0) headers.emplace_back("Range", "bytes=" + std::to_string(offset) + "-");
-    auto r = hub_http_get(url, headers, hub_http_options_from(s));
-    if (!r) return std::unexpected(what + ": " + r.error());
+    auto r = hub_http_get(url, headers, hub_http_options_from(s_));
+    if (!r) return std::unexpected(what_ + ": " + r.error());
     const hub_http_hop& fin = r->final_hop();
     if (fin.status != 200 && fin.status != 206)
-      return std::unexpected(hub_status_message(fin, what, s, r->body->read_text()));
+      return std::unexpected(hub_status_message(fin, what_, s_, r->body->read_text()));
     const hub_http_hop& meta = metadata_hop(r->hops);
     std::string answered = hub_etag_normalize(meta.header("x-linked-etag"));
     if (answered.empty()) answered = hub_etag_normalize(meta.header("etag"));
-    if (answered.empty()) return std::unexpected(what + ": the hub sent no ETag, so the file cannot be cached");
-    if (const auto c = meta.header("x-repo-commit"); !c.empty() && c != commit)
-      return std::unexpected(what + ": the hub answered for commit " + c + ", not " + commit);
-    if (answered != etag) {  // the listing did not name the blob, or named another one
-      if (auto l = lock_for(answered); !l) return l;
-      etag = answered;
-      if (fs::exists(cache.blob(repo, etag))) return cache.link(repo, commit, file.name, etag);
-      if (offset > 0 || size_or_zero(cache.incomplete(repo, etag)) > 0) continue;  // ask again with the right Range
+    if (answered.empty()) return std::unexpected(what_ + ": the hub sent no ETag, so the file cannot be cached");
+    if (const auto c = meta.header("x-repo-commit"); !c.empty() && c != commit_)
+      return std::unexpected(what_ + ": the hub answered for commit " + c + ", not " + commit_);
+    if (answered != etag_) {  // the listing did not name the blob, or named another one
+      if (auto l = lock_for(answered); !l) return std::unexpected(l.error());
+      etag_ = answered;
+      if (fs::exists(cache_.blob(repo_, etag_))) return done_if(link());
+      if (offset > 0 || size_or_zero(part()) > 0) return outcome::again;  // ask again with the right Range
     }
     std::optional<std::uint64_t> announced = header_u64(meta.header("x-linked-size"));
     if (!announced && &meta == &fin) announced = header_u64(fin.header("content-length"));
@@ -129,74 +152,100 @@ std::expected<void, std::string> hub_file_download(const hub_cache& cache, const
     if (fin.status == 206) {
       const auto range = content_range_parse(fin.header("content-range"));
       if (!range || range->first != offset) {
-        spdlog::warn("{}: the server resumed at another offset ({}); starting over", what, fin.header("content-range"));
-        fs::remove(cache.incomplete(repo, etag));
-        continue;
+        spdlog::warn("{}: the server resumed at another offset ({}); starting over", what_, fin.header("content-range"));
+        fs::remove(part());
+        return outcome::again;
       }
       start = offset;
       if (range->total && !announced) announced = range->total;
     } else if (offset > 0) {
-      spdlog::warn("{}: the server ignored the Range request (200, not 206): downloading from the start", what);
+      spdlog::warn("{}: the server ignored the Range request (200, not 206): downloading from the start", what_);
     }
-    std::optional<std::uint64_t> total = file.size ? file.size : announced;
-    if (file.size && announced && *file.size != *announced)
-      return std::unexpected(what + ": the listing says " + std::to_string(*file.size) + " bytes, the download " +
+    if (file_.size && announced && *file_.size != *announced)
+      return std::unexpected(what_ + ": the listing says " + std::to_string(*file_.size) + " bytes, the download " +
                              std::to_string(*announced));
-    const fs::path part = cache.incomplete(repo, etag);
-    fs::create_directories(part.parent_path());
-    std::unique_ptr<std::FILE, file_closer> out(std::fopen(part.c_str(), start > 0 ? "ab" : "wb"));
-    if (!out) return std::unexpected("cannot write " + part.string());
+    return receive(*r->body, start, file_.size ? file_.size : announced, attempt);
+  }
+
+  // Appends the body to the partial blob (from `start`), then checks and installs it.
+  std::expected<outcome, std::string> receive(hub_http_body& body, std::uint64_t start,
+                                              std::optional<std::uint64_t> total, int attempt) {
+    fs::create_directories(part().parent_path());
+    std::unique_ptr<std::FILE, file_closer> out(std::fopen(part().c_str(), start > 0 ? "ab" : "wb"));
+    if (!out) return std::unexpected("cannot write " + part().string());
     sha256_hasher hash;
     if (start > 0)
-      if (auto h = sha256_update_from_file(hash, part, start); !h) return std::unexpected(h.error());
-    progress.start(file.name, total.value_or(0), start);
+      if (auto h = sha256_update_from_file(hash, part(), start); !h) return std::unexpected(h.error());
+    std::vector<char> buf(1 << 20);
+    progress_.start(file_.name, total.value_or(0), start);
     std::uint64_t done = start;
     std::string failed;
     for (;;) {
-      auto n = r->body->read(buf);
-      if (!n) {
-        failed = n.error();
-        break;
-      }
-      if (*n == 0) break;
+      auto n = body.read(buf);
+      if (!n) failed = n.error();
+      if (!n || *n == 0) break;
       if (std::fwrite(buf.data(), 1, *n, out.get()) != *n) {
-        progress.finish();
-        return std::unexpected("cannot write " + part.string() + " (disk full?)");
+        failed = "cannot write " + part().string() + " (disk full?)";
+        break;
       }
       hash.update(buf.data(), *n);
       done += *n;
-      progress.advance(*n);
+      progress_.advance(*n);
     }
-    progress.finish();
-    if (std::fflush(out.get()) != 0) return std::unexpected("cannot write " + part.string() + " (disk full?)");
+    progress_.finish();
+    if (std::fflush(out.get()) != 0) return std::unexpected("cannot write " + part().string() + " (disk full?)");
     out.reset();
     if (!failed.empty()) {
       if (done > start && attempt < max_attempts) {  // it moved: resume where it stopped
-        spdlog::warn("{}: {}; resuming at byte {}", what, failed, done);
-        continue;
+        spdlog::warn("{}: {}; resuming at byte {}", what_, failed, done);
+        return outcome::again;
       }
-      return std::unexpected(what + ": download failed: " + failed + "; the " + std::to_string(done) +
-                             " bytes received are kept in " + part.string() + " and the next start resumes there");
+      return std::unexpected(what_ + ": download failed: " + failed + "; the " + std::to_string(done) +
+                             " bytes received are kept in " + part().string() + " and the next start resumes there");
     }
+    return done_if(install(done, total, hash.hex_digest()));
+  }
+
+  // Size and SHA-256 checked (a bad file is deleted: resuming it would keep the bad bytes), then
+  // the partial blob becomes the blob and the snapshot links to it.
+  std::expected<void, std::string> install(std::uint64_t done, std::optional<std::uint64_t> total,
+                                           const std::string& digest) {
     if (total && done != *total) {
-      fs::remove(part);
-      return std::unexpected(what + ": received " + std::to_string(done) + " bytes, expected " +
+      fs::remove(part());
+      return std::unexpected(what_ + ": received " + std::to_string(done) + " bytes, expected " +
                              std::to_string(*total) + "; the file was deleted, start again to download it anew");
     }
-    const std::optional<std::string> want = file.sha256 ? file.sha256 : sha256_hex_is(etag) ? std::optional(etag) : std::nullopt;
-    if (want) {
-      const std::string got = hash.hex_digest();
-      if (got != *want) {
-        fs::remove(part);
-        return std::unexpected(what + ": SHA-256 mismatch (expected " + *want + ", got " + got +
-                               "): the file is corrupt and was deleted; start again to download it anew");
-      }
+    // LFS files carry their SHA-256 in the listing, and as their ETag.
+    const std::optional<std::string> want = file_.sha256 ? file_.sha256 : sha256_hex_is(etag_) ? std::optional(etag_) : std::nullopt;
+    if (want && digest != *want) {
+      fs::remove(part());
+      return std::unexpected(what_ + ": SHA-256 mismatch (expected " + *want + ", got " + digest +
+                             "): the file is corrupt and was deleted; start again to download it anew");
     }
     std::error_code ec;
-    fs::rename(part, cache.blob(repo, etag), ec);
-    if (ec) return std::unexpected("cannot move " + part.string() + " into place: " + ec.message());
-    return cache.link(repo, commit, file.name, etag);
+    fs::rename(part(), cache_.blob(repo_, etag_), ec);
+    if (ec) return std::unexpected("cannot move " + part().string() + " into place: " + ec.message());
+    return link();
   }
+
+  const hub_cache& cache_;
+  const hub_settings& s_;
+  const std::string& repo_;
+  const std::string& commit_;
+  const hub_file& file_;
+  download_progress& progress_;
+  const std::string what_;  // repo/file, for messages
+  std::string etag_;        // the blob's name: expected from the listing, then as the hub answered
+  std::optional<hub_file_lock> lock_;
+  std::string locked_;      // the etag lock_ is for
+};
+
+}  // namespace
+
+std::expected<void, std::string> hub_file_download(const hub_cache& cache, const hub_settings& s,
+                                                   const std::string& repo, const std::string& commit,
+                                                   const hub_file& file, download_progress& progress) {
+  return file_fetch(cache, s, repo, commit, file, progress).run();
 }
 
 }  // namespace pagedserve
