@@ -26,6 +26,18 @@ struct fetch_error {
   bool unreachable = false;  // no answer at all (network), as opposed to an HTTP error
 };
 
+// A path inside the repo that stays inside the snapshot folder: relative, no "." or ".." part.
+bool hub_repo_path_safe(std::string_view name) {
+  if (name.empty() || name.starts_with('/') || name.find('\\') != std::string_view::npos) return false;
+  for (std::size_t start = 0; start <= name.size();) {
+    const std::size_t end = std::min(name.find('/', start), name.size());
+    const std::string_view part = name.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = end + 1;
+  }
+  return true;
+}
+
 std::expected<revision_info, std::string> parse_revision_info(const std::string& body) {
   simdjson::dom::parser parser;
   simdjson::dom::element root;
@@ -42,6 +54,7 @@ std::expected<revision_info, std::string> parse_revision_info(const std::string&
     std::string_view text;
     if (s["rfilename"].get(text) != simdjson::SUCCESS) continue;
     f.name = std::string(text);
+    if (!hub_repo_path_safe(f.name)) continue;  // never written outside the snapshot
     std::uint64_t n = 0;
     if (s["size"].get(n) == simdjson::SUCCESS) f.size = n;
     if (s["blobId"].get(text) == simdjson::SUCCESS) f.blob_id = std::string(text);

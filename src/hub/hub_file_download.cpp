@@ -138,6 +138,9 @@ class file_fetch {
     std::string answered = hub_etag_normalize(meta.header("x-linked-etag"));
     if (answered.empty()) answered = hub_etag_normalize(meta.header("etag"));
     if (answered.empty()) return std::unexpected(what_ + ": the hub sent no ETag, so the file cannot be cached");
+    if (answered.starts_with('.') ||  // it names a file in blobs/
+        answered.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_.") != std::string::npos)
+      return std::unexpected(what_ + ": the hub sent an ETag that cannot name a cache file: " + answered);
     if (const auto c = meta.header("x-repo-commit"); !c.empty() && c != commit_)
       return std::unexpected(what_ + ": the hub answered for commit " + c + ", not " + commit_);
     if (answered != etag_) {  // the listing did not name the blob, or named another one

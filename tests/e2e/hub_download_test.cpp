@@ -225,6 +225,11 @@ TEST_F(hub_download, gguf_tag_fetches_one_quantization) {
   auto untagged = fetch("test-org/tiny-GGUF");  // no Q4_K_M and three files: which one?
   ASSERT_FALSE(untagged);
   EXPECT_NE(untagged.error().find("tiny-F16.gguf"), std::string::npos) << untagged.error();
+  hub_->add_repo("test-org/evil-GGUF", {{"../../escape-Q5_0.gguf", gguf[1].bytes, true}});
+  auto escape = fetch("test-org/evil-GGUF:Q5_0");  // a listed path leaving the snapshot is never taken
+  ASSERT_FALSE(escape);
+  for (const auto& e : fs::recursive_directory_iterator(settings_.cache_dir))
+    EXPECT_EQ(e.path().filename().string().find("escape"), std::string::npos) << e.path();
   auto absent = fetch("test-org/tiny-GGUF:Q2_K");
   ASSERT_FALSE(absent);
   EXPECT_NE(absent.error().find("tiny-Q4_0.gguf"), std::string::npos) << absent.error();
