@@ -49,7 +49,7 @@ class connection final : public hub_http_body {
   explicit connection(const hub_http_options& o) : options_(o) {}
   ~connection() override {
     beast::error_code ec;
-    socket().close(ec);
+    if (plain_ || tls_) socket().close(ec);  // none when the name did not resolve
   }
 
   std::optional<std::string> open(const hub_url& u) {
