@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <chrono>
 #include <cstring>
 #include <iostream>
@@ -119,6 +120,38 @@ TEST_F(hub_download, offline_and_unreachable_hub_use_the_cache) {
   auto other = fetch(repo, "v2");  // a revision never fetched is not guessed
   ASSERT_FALSE(other);
   EXPECT_NE(other.error().find("cannot reach the hub"), std::string::npos) << other.error();
+}
+
+TEST_F(hub_download, a_cache_laid_out_by_huggingface_hub_is_used_offline) {
+  // What `huggingface-cli download test-org/hand-made` leaves, written here by hand: blobs named by
+  // ETag, relative links, refs/main without a newline, files pagedserve skips, a .no_exist folder.
+  const std::string commit = "89abcdef0123456789abcdef0123456789abcdef";
+  const fs::path repo_dir = settings_.cache_dir / "models--test-org--hand-made";
+  fs::create_directories(repo_dir / "blobs");
+  fs::create_directories(repo_dir / "refs");
+  fs::create_directories(repo_dir / "snapshots" / commit);
+  fs::create_directories(repo_dir / ".no_exist" / commit);
+  std::ofstream(repo_dir / ".no_exist" / commit / "chat_template.jinja");
+  std::ofstream(repo_dir / "refs" / "main", std::ios::binary) << commit;
+  for (const auto& f : files_) {
+    const std::string etag = f.lfs ? sha256_hex(f.bytes) : sha256_hex("git " + f.bytes).substr(0, 40);
+    std::ofstream(repo_dir / "blobs" / etag, std::ios::binary) << f.bytes;
+    const fs::path link = repo_dir / "snapshots" / commit / f.name;
+    fs::create_directories(link.parent_path());
+    fs::path up;
+    for (auto p = link.parent_path(); p != repo_dir; p = p.parent_path()) up /= "..";
+    fs::create_symlink(up / "blobs" / etag, link);
+  }
+  settings_.offline = true;
+  auto path = fetch("test-org/hand-made");
+  ASSERT_TRUE(path) << path.error();
+  EXPECT_EQ(*path, repo_dir / "snapshots" / commit);
+  EXPECT_EQ(hub_file_bytes(*path / "model.safetensors"), weights());
+  EXPECT_TRUE(hub_->requests().empty());
+  // A revision named by its commit needs no ref.
+  auto by_commit = fetch("test-org/hand-made", commit);
+  ASSERT_TRUE(by_commit) << by_commit.error();
+  EXPECT_EQ(*by_commit, *path);
 }
 
 TEST_F(hub_download, a_cut_connection_resumes_with_a_range_request) {

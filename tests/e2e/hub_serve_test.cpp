@@ -156,6 +156,13 @@ TEST_F(hub_serve, errors_name_the_repo_and_the_token) {
     const auto absent = generate("test-org/absent", "hi");
     EXPECT_TRUE(absent.exited && absent.exit_code == 1) << absent.err;
   }
+  {
+    auto env = hub_env();
+    auto token = scoped_env{{"HF_TOKEN", "hf_secret"}};
+    const auto ok = generate("test-org/tiny", "hi");
+    EXPECT_TRUE(ok.exited && ok.exit_code == 0) << ok.err;
+    fs::remove_all(home_ / "hub");
+  }
   fs::create_directories(home_);
   std::ofstream(home_ / "token") << "hf_secret\n";  // as `huggingface-cli login` leaves it
   auto env = hub_env();
