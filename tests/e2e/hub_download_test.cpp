@@ -10,6 +10,7 @@
 #include <cstring>
 #include <iostream>
 #include <random>
+#include <thread>
 
 #include "e2e/fake_hub.hpp"
 #include "e2e/hub_test_repo.hpp"
@@ -185,6 +186,25 @@ TEST_F(hub_download, a_failed_download_is_resumed_by_the_next_start) {
   EXPECT_EQ(cdn.back().range, "bytes=" + std::to_string(6 * piece) + "-");
   EXPECT_EQ(hub_file_bytes(*path / "model.safetensors"), weights());
   EXPECT_FALSE(fs::exists(incomplete_of_weights()));
+}
+
+TEST_F(hub_download, two_starts_at_once_download_each_file_once) {
+  hub_->throttle(1'000'000);  // the weights take about 0.2 s: the second start waits on the blob's lock
+  std::expected<fs::path, std::string> results[2];
+  std::vector<std::thread> starts;
+  for (auto& result : results)
+    starts.emplace_back([&] {
+      download_progress::options o;
+      o.log = [](const std::string&) {};
+      download_progress progress(o);
+      result = hub_model_fetch(*hub_model_ref_parse(repo), "main", settings_, progress);
+    });
+  for (auto& t : starts) t.join();
+  for (const auto& r : results) {
+    ASSERT_TRUE(r) << r.error();
+    EXPECT_EQ(hub_file_bytes(*r / "model.safetensors"), weights());
+  }
+  EXPECT_EQ(hub_->bytes_sent("model.safetensors"), weights().size());
 }
 
 TEST_F(hub_download, a_server_ignoring_range_restarts_the_file) {
