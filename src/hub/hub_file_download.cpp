@@ -60,22 +60,23 @@ std::string hub_status_message(const hub_http_hop& hop, const std::string& what,
   std::string detail = hop.header("x-error-message");
   if (detail.empty() && body.size() < 300 && body.find('<') == std::string::npos) detail = body;
   const std::string said = detail.empty() ? "" : " (" + detail + ")";
+  const std::string url = hop.url.substr(0, hop.url.find('?'));  // a CDN URL's query is its signature
   const std::string token_hint =
       s.token.empty() ? "no token was sent: set HF_TOKEN (or put one in $HF_HOME/token, as `huggingface-cli login` does)"
                       : "the token sent (HF_TOKEN or $HF_HOME/token) was refused or has no access to it";
   switch (hop.status) {
     case 401:
-      return what + ": 401 Unauthorized from " + hop.url + said +
+      return what + ": 401 Unauthorized from " + url + said +
              ": the repository is private or gated, or does not exist; " + token_hint;
     case 403:
-      return what + ": 403 Forbidden from " + hop.url + said + ": " + token_hint +
+      return what + ": 403 Forbidden from " + url + said + ": " + token_hint +
              " (a gated model also needs its terms accepted on its hub page)";
     case 404:
       if (code == "RevisionNotFound") return what + ": revision not found" + said;
       if (code == "EntryNotFound") return what + ": file not found in the repository" + said;
-      return what + ": 404 Not Found at " + hop.url + said + " (check the repository id and --revision)";
+      return what + ": 404 Not Found at " + url + said + " (check the repository id and --revision)";
     default:
-      return what + ": HTTP " + std::to_string(hop.status) + " from " + hop.url + said;
+      return what + ": HTTP " + std::to_string(hop.status) + " from " + url + said;
   }
 }
 
