@@ -66,15 +66,17 @@ struct model_config {
   int n_experts_used = 0;     // top-k experts per token
   int expert_hidden_dim = 0;  // SwiGLU inner width of one expert (moe_intermediate_size)
   bool norm_topk_prob = false;  // renormalise the top-k router probabilities to sum to 1
-  // Sliding-window attention (Mistral; Qwen2/3 with use_sliding_window): layers from
-  // first_sliding_layer on attend to the last sliding_window positions only. 0 = full attention.
+  // Sliding-window attention (Mistral; Qwen2/3 with use_sliding_window): the layers marked in
+  // sliding_layers ([n_layers]; empty = none) attend to the last sliding_window positions only.
   int sliding_window = 0;
-  int first_sliding_layer = 0;
+  std::vector<char> sliding_layers;
 
   int head_size() const { return head_dim > 0 ? head_dim : (n_heads > 0 ? dim / n_heads : 0); }
   int q_dim() const { return n_heads * head_size(); }
   int kv_dim() const { return n_kv_heads * head_size(); }
-  int attention_window(int layer) const { return layer >= first_sliding_layer ? sliding_window : 0; }
+  int attention_window(int layer) const {
+    return layer < static_cast<int>(sliding_layers.size()) && sliding_layers[layer] ? sliding_window : 0;
+  }
 };
 
 // One expert's SwiGLU: down(silu(gate x) * up x).
@@ -111,9 +113,13 @@ struct layer_weights {
 struct generation_defaults {
   std::vector<int> eos_token_ids;  // any of them ends a sequence
   std::optional<int> bos_token_id;
+  // Sampling defaults for requests that do not set them (vLLM's --generation-config auto).
   std::optional<float> temperature;
   std::optional<float> top_p;
   std::optional<int> top_k;
+  std::optional<float> min_p;
+  std::optional<float> repetition_penalty;
+  std::optional<int> max_new_tokens;
 };
 
 struct model {

@@ -2,9 +2,12 @@
 // safetensors set supplies each tensor by its transformers name, checked against that shape.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "model/hf_config.hpp"
 #include "pagedserve/hf_model.hpp"
@@ -36,15 +39,31 @@ class tensor_source {
   std::expected<weight, std::string> matrix(const std::string& name, int rows, int cols) {
     auto t = find(name, {rows, cols});
     if (!t) return std::unexpected(t.error());
-    const safetensors_tensor& st = **t;
-    const void* data = st.data;
-    // A tensor not aligned to its element size (legal in the format, rare in practice) is copied.
-    if (reinterpret_cast<std::uintptr_t>(data) % dtype_size(*st.type) != 0) {
-      std::byte* copy = m_.keep(std::vector<std::byte>(st.n_bytes));
-      std::memcpy(copy, st.data, st.n_bytes);
-      data = copy;
-    }
-    return weight{data, *st.type, rows, cols};
+    return weight{aligned_data(**t), *(*t)->type, rows, cols};
+  }
+
+  // Rows [row0, row0 + rows) of matrix `index` of a [count, total_rows, cols] tensor (transformers 5's
+  // fused experts), viewed in place.
+  std::expected<weight, std::string> stacked_matrix(const std::string& name, int count, int total_rows, int cols,
+                                                    int index, int row0, int rows) {
+    auto t = find(name, {count, total_rows, cols});
+    if (!t) return std::unexpected(t.error());
+    const std::size_t offset = (static_cast<std::size_t>(index) * total_rows + row0) * cols * dtype_size(*(*t)->type);
+    return weight{static_cast<const std::byte*>(aligned_data(**t)) + offset, *(*t)->type, rows, cols};
+  }
+
+  bool has(const std::string& name) const { return set_.find(name) != nullptr; }
+
+  // Every tensor of the folder must have been read: one left over means the config describes another
+  // model than the weights (biases the config does not enable, a layer too many, ...).
+  std::expected<void, std::string> check_all_used(const std::vector<std::string>& may_skip) const {
+    for (const auto& file : set_.files())
+      for (const safetensors_tensor& t : file.tensors()) {
+        if (used_.contains(t.name) || std::find(may_skip.begin(), may_skip.end(), t.name) != may_skip.end()) continue;
+        return std::unexpected("tensor '" + t.name + "' is in the checkpoint but not part of " +
+                               m_.config.architecture + " as config.json describes it (refusing to guess)");
+      }
+    return {};
   }
 
   // A norm weight or bias, copied to fp32.
@@ -66,8 +85,20 @@ class tensor_source {
   }
 
  private:
+  // A tensor not aligned to its element size (legal in the format, rare in practice) is copied.
+  const void* aligned_data(const safetensors_tensor& st) {
+    if (reinterpret_cast<std::uintptr_t>(st.data) % dtype_size(*st.type) == 0) return st.data;
+    auto& copy = copies_[st.name];
+    if (!copy) {
+      copy = m_.keep(std::vector<std::byte>(st.n_bytes));
+      std::memcpy(copy, st.data, st.n_bytes);
+    }
+    return copy;
+  }
+
   std::expected<const safetensors_tensor*, std::string> find(const std::string& name,
-                                                             const std::vector<std::int64_t>& shape) const {
+                                                             const std::vector<std::int64_t>& shape) {
+    used_.insert(name);
     const safetensors_tensor* t = set_.find(name);
     if (!t) return std::unexpected("missing tensor '" + name + "' (" + m_.config.architecture + " needs it)");
     if (!t->type) return std::unexpected("tensor '" + name + "' has dtype " + t->dtype_name + "; expected F32, BF16 or F16");
@@ -78,6 +109,8 @@ class tensor_source {
 
   const safetensors_set& set_;
   model& m_;
+  std::unordered_set<std::string> used_;
+  std::unordered_map<std::string, std::byte*> copies_;
 };
 
 // Unwraps an expected into `out`, or returns its error from the enclosing function.
@@ -118,6 +151,16 @@ std::expected<void, std::string> load_layer(tensor_source& src, const hf::parsed
   const int eh = c.expert_hidden_dim;
   PS_TRY(w.router, src.matrix(mlp + "gate.weight", c.n_experts, dim));
   w.experts.resize(c.n_experts);
+  if (src.has(mlp + "experts.gate_up_proj")) {
+    // transformers 5's fused layout: gate_up_proj [experts, 2 * eh, dim] (gate rows, then up rows),
+    // down_proj [experts, dim, eh].
+    for (int e = 0; e < c.n_experts; ++e) {
+      PS_TRY(w.experts[e].gate, src.stacked_matrix(mlp + "experts.gate_up_proj", c.n_experts, 2 * eh, dim, e, 0, eh));
+      PS_TRY(w.experts[e].up, src.stacked_matrix(mlp + "experts.gate_up_proj", c.n_experts, 2 * eh, dim, e, eh, eh));
+      PS_TRY(w.experts[e].down, src.stacked_matrix(mlp + "experts.down_proj", c.n_experts, dim, eh, e, 0, dim));
+    }
+    return {};
+  }
   for (int e = 0; e < c.n_experts; ++e) {
     const std::string ex = mlp + "experts." + std::to_string(e) + ".";
     PS_TRY(w.experts[e].gate, src.matrix(ex + "gate_proj.weight", eh, dim));
@@ -139,7 +182,10 @@ std::expected<void, std::string> load_tensors(const safetensors_set& set, const 
     m.classifier = m.token_embedding;  // any lm_head.weight in the file is the same tensor, saved twice
   else
     PS_TRY(m.classifier, src.matrix("lm_head.weight", c.vocab_size, c.dim));
-  return {};
+  std::vector<std::string> may_skip = {"lm_head.weight"};  // a tied copy
+  for (int l = 0; l < c.n_layers; ++l)  // old checkpoints saved the rotary buffer
+    may_skip.push_back("model.layers." + std::to_string(l) + ".self_attn.rotary_emb.inv_freq");
+  return src.check_all_used(may_skip);
 }
 
 #undef PS_TRY
