@@ -60,7 +60,8 @@ void download_progress::restart(clock::time_point now) {
 
 void download_progress::finish(clock::time_point now) {
   if (!active_) return;
-  draw(now, true);
+  if (o_.tty && shown_done_ == done_) o_.write("\n");  // the bar already says it all
+  else draw(now, true);
   active_ = false;
 }
 
@@ -79,6 +80,7 @@ std::string download_progress::status(clock::time_point now) const {
 
 void download_progress::draw(clock::time_point now, bool final) {
   last_shown_ = now;
+  shown_done_ = done_;
   const std::string line = status(now);
   if (!o_.tty) {
     o_.log((final ? "downloaded " : "downloading ") + line);

@@ -48,6 +48,7 @@ class download_progress {
   options o_;
   std::string name_;
   std::uint64_t total_ = 0, done_ = 0, resumed_from_ = 0;
+  std::uint64_t shown_done_ = ~std::uint64_t{0};  // done_ as last drawn
   clock::time_point started_{}, last_shown_{};
   bool active_ = false;
   std::size_t last_width_ = 0;  // tty: the longest line drawn, padded over when shorter ones follow

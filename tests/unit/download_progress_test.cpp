@@ -40,6 +40,14 @@ TEST(download_progress, tty_redraws_one_line_in_place) {
   EXPECT_TRUE(screen.ends_with("\n")) << screen;
   EXPECT_NE(screen.find("10.0 MB/10.0 MB  100%"), std::string::npos) << screen;
   EXPECT_EQ(screen.find('\n'), screen.size() - 1);  // one line, redrawn
+
+  // A bar already showing the last byte is not drawn again, only ended.
+  screen.clear();
+  p.start("config.json", 500, 0, t0);
+  p.advance(500, t0 + 1s);
+  p.finish(t0 + 1s);
+  EXPECT_EQ(std::count(screen.begin(), screen.end(), '\r'), 2) << screen;
+  EXPECT_TRUE(screen.ends_with("100%  500 B/s  in 1s\n")) << screen;
 }
 
 TEST(download_progress, logs_lines_every_interval_when_not_a_tty) {
