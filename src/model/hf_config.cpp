@@ -1,6 +1,6 @@
 // Reads config.json / generation_config.json with simdjson; fields and defaults as transformers'
-// LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config and Qwen3MoeConfig define them in 4.x and 5.x;
-// the keys each reads and refuses are the table of hf_config_keys.hpp.
+// LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config, Qwen3MoeConfig and GPT2Config define them in 4.x
+// and 5.x; the keys each reads and refuses are the table of hf_config_keys.hpp.
 #include "model/hf_config.hpp"
 
 #include <simdjson.h>
@@ -124,6 +124,11 @@ std::expected<void, std::string> check_refused(const fields& f, family arch) {
       case neutral::is_false: ok = e->is_bool() && !e->get_bool().value_unsafe(); break;
       case neutral::is_one: ok = e->is_number() && e->get_double().value_unsafe() == 1.0; break;
       case neutral::is_silu: ok = e->is_string() && e->get_string().value_unsafe() == "silu"; break;
+      case neutral::is_true: ok = e->is_bool() && e->get_bool().value_unsafe(); break;
+      case neutral::is_gelu_tanh:
+        ok = e->is_string() && (e->get_string().value_unsafe() == "gelu_new" ||
+                                e->get_string().value_unsafe() == "gelu_pytorch_tanh");
+        break;
     }
     if (!ok)
       return std::unexpected("config.json: '" + std::string(r.key) + "' = " + simdjson::minify(*e) + " is not supported (" +
@@ -145,6 +150,14 @@ std::vector<std::string> unknown_keys(object obj, family arch) {
     if (!read && !refused && !ignored) out.emplace_back(key);
   }
   return out;
+}
+
+void note_unknown_keys(object obj, parsed_config& p) {
+  if (auto unknown = unknown_keys(obj, p.arch); !unknown.empty()) {
+    std::string list;
+    for (const auto& k : unknown) list += (list.empty() ? "'" : ", '") + k + "'";
+    p.notes.push_back("config.json keys not known to this loader, ignored: " + list);
+  }
 }
 
 bool one_of(std::string_view key, std::span<const std::string_view> keys) {
@@ -361,6 +374,49 @@ std::expected<void, std::string> sliding_window(const fields& f, const std::vect
   return {};
 }
 
+// GPT2Config (configuration_gpt2.py): its own key names and defaults; LayerNorm with bias, a gelu_new
+// MLP, learned positions, tied head by default. What GPT2Attention can do and the forward pass cannot is
+// refused naming the key. reorder_and_upcast_attn is accepted: it only moves the 1/sqrt(head_dim) scale
+// into the q.k product and upcasts to fp32, and attention here is fp32 throughout.
+std::expected<void, std::string> gpt2_config(const fields& f, parsed_config& p) {
+  model_config& c = p.config;
+  const auto dim_or = [&](std::string_view key, int fallback) {
+    return f.get(key) ? f.dim(key) : std::expected<int, std::string>(fallback);
+  };
+  PS_TRY(c.dim, dim_or("n_embd", 768));
+  PS_TRY(c.n_layers, dim_or("n_layer", 12));
+  PS_TRY(c.n_heads, dim_or("n_head", 12));
+  PS_TRY(c.seq_len, dim_or("n_positions", 1024));
+  PS_TRY(c.vocab_size, dim_or("vocab_size", 50257));
+  PS_TRY(c.hidden_dim, dim_or("n_inner", 4 * c.dim));  // null: 4 * n_embd
+  c.n_kv_heads = c.n_heads;
+  if (c.dim % c.n_heads != 0) return std::unexpected(f.error("n_head", "does not divide n_embd"));
+  std::optional<double> eps;
+  PS_TRY(eps, f.opt_number("layer_norm_epsilon"));
+  c.rms_norm_eps = static_cast<float>(eps.value_or(1e-5));
+  if (!(c.rms_norm_eps >= 0.0f)) return std::unexpected(f.error("layer_norm_epsilon", "is negative"));
+  // activation_function, scale_attn_weights, scale_attn_by_inverse_layer_idx and add_cross_attention
+  // were checked by refused_keys (hf_config_keys.hpp).
+  std::optional<bool> flag;
+  PS_TRY(flag, f.opt_bool("tie_word_embeddings"));
+  c.shared_classifier = flag.value_or(true);
+  PS_TRY(flag, f.opt_bool("reorder_and_upcast_attn"));
+  c.norm = norm_kind::layer;
+  c.ffn = ffn_kind::gelu_tanh;
+  c.positions = position_kind::learned;
+  std::vector<int> ids;
+  PS_TRY(p.generation.eos_token_ids, f.int_or_ints("eos_token_id"));
+  PS_TRY(ids, f.int_or_ints("bos_token_id"));
+  if (!ids.empty()) p.generation.bos_token_id = ids.front();
+  // GPT2Config's default for both: <|endoftext|>, 50256, where the vocabulary has it.
+  constexpr int end_of_text = 50256;
+  if (c.vocab_size > end_of_text) {
+    if (p.generation.eos_token_ids.empty()) p.generation.eos_token_ids = {end_of_text};
+    if (!p.generation.bos_token_id) p.generation.bos_token_id = end_of_text;
+  }
+  return {};
+}
+
 }  // namespace
 
 std::expected<parsed_config, std::string> config_parse(std::string_view json) {
@@ -378,6 +434,11 @@ std::expected<parsed_config, std::string> config_parse(std::string_view json) {
   PS_TRY(a, architecture(f, c.architecture));
   p.arch = a->arch;
   if (auto r = check_refused(f, p.arch); !r) return std::unexpected(r.error());
+  if (p.arch == family::gpt2) {
+    if (auto r = gpt2_config(f, p); !r) return std::unexpected(r.error());
+    note_unknown_keys(obj, p);
+    return p;
+  }
   PS_TRY(c.dim, f.dim("hidden_size"));
   PS_TRY(c.n_layers, f.dim("num_hidden_layers"));
   PS_TRY(c.n_heads, f.dim("num_attention_heads"));
@@ -430,11 +491,7 @@ std::expected<parsed_config, std::string> config_parse(std::string_view json) {
   PS_TRY(p.generation.eos_token_ids, f.int_or_ints("eos_token_id"));
   PS_TRY(ids, f.int_or_ints("bos_token_id"));
   if (!ids.empty()) p.generation.bos_token_id = ids.front();
-  if (auto unknown = unknown_keys(obj, p.arch); !unknown.empty()) {
-    std::string list;
-    for (const auto& k : unknown) list += (list.empty() ? "'" : ", '") + k + "'";
-    p.notes.push_back("config.json keys not known to this loader, ignored: " + list);
-  }
+  note_unknown_keys(obj, p);
   return p;
 }
 

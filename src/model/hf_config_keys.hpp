@@ -11,7 +11,7 @@
 namespace pagedserve::hf {
 
 // The architectures config.json's `architectures` may name (GPT-2 is not of the Llama family).
-enum class family { llama, mistral, qwen2, qwen3, qwen3_moe };
+enum class family { llama, mistral, qwen2, qwen3, qwen3_moe, gpt2 };
 
 // A set of families, as bits.
 enum families : unsigned {
@@ -20,6 +20,7 @@ enum families : unsigned {
   f_qwen2 = 1u << static_cast<unsigned>(family::qwen2),
   f_qwen3 = 1u << static_cast<unsigned>(family::qwen3),
   f_qwen3_moe = 1u << static_cast<unsigned>(family::qwen3_moe),
+  f_gpt2 = 1u << static_cast<unsigned>(family::gpt2),
   f_qwen = f_qwen2 | f_qwen3 | f_qwen3_moe,
   f_llama_family = f_llama | f_mistral | f_qwen,
 };
@@ -43,6 +44,7 @@ inline constexpr architecture_entry architectures[] = {
     {"Qwen2ForCausalLM", family::qwen2, false, 0, true, false, false},
     {"Qwen3ForCausalLM", family::qwen3, false, 128, false, true, true},
     {"Qwen3MoeForCausalLM", family::qwen3_moe, false, 128, false, true, true},
+    {"GPT2LMHeadModel", family::gpt2, true, 0, true, false, false},  // read by gpt2_config: biases everywhere
 };
 
 // Keys that shape the arithmetic and are read (with the families that read them).
@@ -82,8 +84,20 @@ inline constexpr read_key read_keys[] = {
     {"norm_topk_prob", f_qwen3_moe},
     {"decoder_sparse_step", f_qwen3_moe},
     {"mlp_only_layers", f_qwen3_moe},
-    {"bos_token_id", f_llama_family},
-    {"eos_token_id", f_llama_family},
+    {"bos_token_id", f_llama_family | f_gpt2},
+    {"eos_token_id", f_llama_family | f_gpt2},
+    // GPT-2 (GPT2Config's names)
+    {"architectures", f_gpt2},
+    {"n_embd", f_gpt2},
+    {"n_layer", f_gpt2},
+    {"n_head", f_gpt2},
+    {"n_positions", f_gpt2},
+    {"n_inner", f_gpt2},
+    {"vocab_size", f_gpt2},
+    {"layer_norm_epsilon", f_gpt2},
+    {"activation_function", f_gpt2},
+    {"tie_word_embeddings", f_gpt2},
+    {"reorder_and_upcast_attn", f_gpt2},  // an fp16 upcast only: attention is fp32 here throughout
 };
 
 // Keys that never change what the forward pass computes (training, bookkeeping, the stored dtype,
@@ -102,6 +116,9 @@ inline constexpr std::string_view ignored_keys[] = {
     "length_penalty", "no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "num_return_sequences",
     "output_scores", "return_dict_in_generate", "forced_bos_token_id", "forced_eos_token_id",
     "remove_invalid_values", "exponential_decay_length_penalty", "use_return_dict",
+    // GPT-2's dropouts, sequence-summary head (not the LM head) and its old name for n_positions
+    "attn_pdrop", "summary_type", "summary_use_proj", "summary_activation", "summary_proj_to_labels",
+    "summary_first_dropout", "n_ctx",
 };
 
 // What a refused key's value must be for the model to be served.
@@ -110,6 +127,8 @@ enum class neutral {
   is_false,        // only false
   is_one,          // only the number 1
   is_silu,         // only the string "silu"
+  is_true,         // only true
+  is_gelu_tanh,    // only "gelu_new" or "gelu_pytorch_tanh" (the tanh approximation)
 };
 
 struct refused_key {
@@ -139,6 +158,12 @@ inline constexpr refused_key refused_keys[] = {
     {"use_qk_norm", f_llama | f_mistral | f_qwen2, neutral::is_false, "q/k norms are not implemented for this architecture"},
     {"sliding_window", f_llama, neutral::absent, "LlamaForCausalLM has no sliding window in transformers"},
     {"layer_types", f_llama, neutral::absent, "LlamaForCausalLM has no per-layer attention types in transformers"},
+    {"activation_function", f_gpt2, neutral::is_gelu_tanh, "only the tanh-approximated GELU is implemented"},
+    {"scale_attn_weights", f_gpt2, neutral::is_true, "unscaled attention scores are not implemented"},
+    {"scale_attn_by_inverse_layer_idx", f_gpt2, neutral::is_false, "per-layer attention scaling is not implemented"},
+    {"add_cross_attention", f_gpt2, neutral::is_false, "cross-attention (encoder-decoder) is not implemented"},
+    {"quantization_config", f_gpt2, neutral::absent,
+     "pre-quantized checkpoints (GPTQ, AWQ, bitsandbytes, fp8) are not read; use the unquantized folder or a GGUF"},
 };
 
 // Keys of a rope_scaling / rope_parameters dict, per rope_type (transformers' validators).

@@ -6,10 +6,10 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "model/hf_config.hpp"
+#include "model/hf_gpt2.hpp"
+#include "model/hf_tensor_source.hpp"
 #include "pagedserve/hf_model.hpp"
 #include "pagedserve/safetensors.hpp"
 
@@ -24,95 +24,6 @@ std::expected<std::string, std::string> read_text(const std::filesystem::path& p
   return s.str();
 }
 
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-// Looks tensors up by name and turns them into weight views (or fp32 vectors), with errors that
-// name the tensor and the architecture that needs it.
-class tensor_source {
- public:
-  tensor_source(const safetensors_set& set, model& m) : set_(set), m_(m) {}
-
-  std::expected<weight, std::string> matrix(const std::string& name, int rows, int cols) {
-    auto t = find(name, {rows, cols});
-    if (!t) return std::unexpected(t.error());
-    return weight{aligned_data(**t), *(*t)->type, rows, cols};
-  }
-
-  // Rows [row0, row0 + rows) of matrix `index` of a [count, total_rows, cols] tensor (transformers 5's
-  // fused experts), viewed in place.
-  std::expected<weight, std::string> stacked_matrix(const std::string& name, int count, int total_rows, int cols,
-                                                    int index, int row0, int rows) {
-    auto t = find(name, {count, total_rows, cols});
-    if (!t) return std::unexpected(t.error());
-    const std::size_t offset = (static_cast<std::size_t>(index) * total_rows + row0) * cols * dtype_size(*(*t)->type);
-    return weight{static_cast<const std::byte*>(aligned_data(**t)) + offset, *(*t)->type, rows, cols};
-  }
-
-  bool has(const std::string& name) const { return set_.find(name) != nullptr; }
-
-  // Every tensor of the folder must have been read: one left over means the config describes another
-  // model than the weights (biases the config does not enable, a layer too many, ...).
-  std::expected<void, std::string> check_all_used(const std::vector<std::string>& may_skip) const {
-    for (const auto& file : set_.files())
-      for (const safetensors_tensor& t : file.tensors()) {
-        if (used_.contains(t.name) || std::find(may_skip.begin(), may_skip.end(), t.name) != may_skip.end()) continue;
-        return std::unexpected("tensor '" + t.name + "' is in the checkpoint but not part of " +
-                               m_.config.architecture + " as config.json describes it (refusing to guess)");
-      }
-    return {};
-  }
-
-  // A norm weight or bias, copied to fp32.
-  std::expected<const float*, std::string> vector(const std::string& name, int n) {
-    auto t = find(name, {n});
-    if (!t) return std::unexpected(t.error());
-    std::vector<float> v(n);
-    const std::byte* p = (*t)->data;
-    for (int i = 0; i < n; ++i) {
-      if (*(*t)->type == dtype::f32) {
-        std::memcpy(&v[i], p + 4 * i, 4);
-      } else {
-        std::uint16_t h;
-        std::memcpy(&h, p + 2 * i, 2);
-        v[i] = *(*t)->type == dtype::bf16 ? bf16_to_f32(h) : f16_to_f32(h);
-      }
-    }
-    return m_.keep(std::move(v));
-  }
-
- private:
-  // A tensor not aligned to its element size (legal in the format, rare in practice) is copied.
-  const void* aligned_data(const safetensors_tensor& st) {
-    if (reinterpret_cast<std::uintptr_t>(st.data) % dtype_size(*st.type) == 0) return st.data;
-    auto& copy = copies_[st.name];
-    if (!copy) {
-      copy = m_.keep(std::vector<std::byte>(st.n_bytes));
-      std::memcpy(copy, st.data, st.n_bytes);
-    }
-    return copy;
-  }
-
-  std::expected<const safetensors_tensor*, std::string> find(const std::string& name,
-                                                             const std::vector<std::int64_t>& shape) {
-    used_.insert(name);
-    const safetensors_tensor* t = set_.find(name);
-    if (!t) return std::unexpected("missing tensor '" + name + "' (" + m_.config.architecture + " needs it)");
-    if (!t->type) return std::unexpected("tensor '" + name + "' has dtype " + t->dtype_name + "; expected F32, BF16 or F16");
-    if (t->shape != shape)
-      return std::unexpected("tensor '" + name + "' has shape " + shape_text(t->shape) + ", expected " + shape_text(shape));
-    return t;
-  }
-
-  const safetensors_set& set_;
-  model& m_;
-  std::unordered_set<std::string> used_;
-  std::unordered_map<std::string, std::byte*> copies_;
-};
-
 // Unwraps an expected into `out`, or returns its error from the enclosing function.
 #define PS_TRY(out, expr)                                          \
   do {                                                             \
@@ -121,7 +32,7 @@ class tensor_source {
     out = *try_result_;                                            \
   } while (0)
 
-std::expected<void, std::string> load_layer(tensor_source& src, const hf::parsed_config& p, int l, layer_weights& w) {
+std::expected<void, std::string> load_layer(hf::tensor_source& src, const hf::parsed_config& p, int l, layer_weights& w) {
   const model_config& c = p.config;
   const std::string at = "model.layers." + std::to_string(l) + ".";
   const std::string attn = at + "self_attn.", mlp = at + "mlp.";
@@ -172,7 +83,7 @@ std::expected<void, std::string> load_layer(tensor_source& src, const hf::parsed
 
 std::expected<void, std::string> load_tensors(const safetensors_set& set, const hf::parsed_config& p, model& m) {
   const model_config& c = p.config;
-  tensor_source src(set, m);
+  hf::tensor_source src(set, m);
   PS_TRY(m.token_embedding, src.matrix("model.embed_tokens.weight", c.vocab_size, c.dim));
   m.layers.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; ++l)
@@ -182,10 +93,14 @@ std::expected<void, std::string> load_tensors(const safetensors_set& set, const 
     m.classifier = m.token_embedding;  // any lm_head.weight in the file is the same tensor, saved twice
   else
     PS_TRY(m.classifier, src.matrix("lm_head.weight", c.vocab_size, c.dim));
-  std::vector<std::string> may_skip = {"lm_head.weight"};  // a tied copy
-  for (int l = 0; l < c.n_layers; ++l)  // old checkpoints saved the rotary buffer
-    may_skip.push_back("model.layers." + std::to_string(l) + ".self_attn.rotary_emb.inv_freq");
-  return src.check_all_used(may_skip);
+  // Every other tensor must have been read: one left over means config and weights describe different
+  // models (biases attention_bias does not enable, a layer too many, ...). Skipped: a tied lm_head
+  // copy and the rotary buffer old checkpoints saved.
+  for (const std::string& name : src.unused())
+    if (name != "lm_head.weight" && !name.ends_with(".self_attn.rotary_emb.inv_freq"))
+      return std::unexpected("tensor '" + name + "' is in the checkpoint but not part of " + c.architecture +
+                             " as config.json describes it (refusing to guess)");
+  return {};
 }
 
 #undef PS_TRY
@@ -215,7 +130,10 @@ std::expected<std::shared_ptr<const model>, std::string> hf_model_load(const std
   m->config = parsed->config;
   m->generation = parsed->generation;
   for (const auto& f : set->files()) m->storage.push_back(f.mapping());
-  if (auto r = load_tensors(*set, *parsed, *m); !r) return fail(r.error());
+  if (auto r = parsed->arch == hf::family::gpt2 ? hf::gpt2_load_tensors(*set, parsed->config, *m)
+                                                 : load_tensors(*set, *parsed, *m);
+      !r)
+    return fail(r.error());
   model_convert_weights(*m, options.weights);
   m->rope_inv_freq = rope_inv_freq_compute(m->config);
   if (auto r = model_check(*m); !r) return fail(r.error());
