@@ -65,6 +65,9 @@ struct engine_config {
 struct model_paths {
   std::string model;      // llama2.c .bin checkpoint; empty = the built-in demo model
   std::string tokenizer;  // llama2.c tokenizer .bin
+  // Hub revision (branch, tag or commit) when `model` is a Hugging Face repo id (org/name[:TAG]) rather
+  // than a local path; the repo is downloaded into the Hugging Face cache (src/hub/hub_download.hpp).
+  std::string revision = "main";
   // Weight format after loading: none (as stored), f32, bf16, or int8 (per-row symmetric weights and
   // per-token activations, W8A8; see quantize.hpp). Quantizes fp32/bf16/f16 checkpoints at load; the demo model ignores it.
   std::string quantize = "none";

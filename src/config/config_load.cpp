@@ -99,7 +99,8 @@ std::expected<config, std::vector<std::string>> config_load(const std::filesyste
   }
   if (auto s = section("model")) {
     section_reader r(*s, "model", errors);
-    r.field("path", c.model.model).field("tokenizer", c.model.tokenizer).field("quantize", c.model.quantize);
+    r.field("path", c.model.model).field("tokenizer", c.model.tokenizer).field("quantize", c.model.quantize)
+        .field("revision", c.model.revision);
     r.reject_unknown();
   }
   element level;
@@ -152,6 +153,7 @@ std::vector<std::string> config_validate(const config& c) {
     e.push_back("engine.kernels must be auto, scalar, avx2, avx2_vnni, avx512, avx512_vnni or avx512_bf16");
   if (c.model.quantize != "none" && c.model.quantize != "f32" && c.model.quantize != "bf16" && c.model.quantize != "int8")
     e.push_back("model.quantize must be none, f32, bf16 or int8 (got '" + c.model.quantize + "')");
+  if (c.model.revision.empty()) e.push_back("model.revision must not be empty (a branch, tag or commit; default main)");
   if (c.log_level != "trace" && c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" &&
       c.log_level != "error")
     e.push_back("log_level must be trace, debug, info, warn or error");
