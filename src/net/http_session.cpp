@@ -111,7 +111,15 @@ void http_session::on_read_error(beast::error_code ec) {
     if (!active_) start_next();
     return;
   }
-  // The client closed, reset or timed out: cancel what it asked for and answer nothing more.
+  // A clean end of stream between requests is a half-close (shutdown of the client's writing side,
+  // as `curl` piping a body or HTTP/1.0 clients do): what it asked for is still answered, then the
+  // connection closes. Were the client wholly gone, the first write fails and cancels it.
+  if ((ec == http::error::end_of_stream || ec == asio::error::eof) && buffer_.size() == 0) {
+    actor_logger("net")->debug("http client half-closed: answering what it asked, then closing");
+    if (!active_) start_next();
+    return;
+  }
+  // The client closed mid-request, reset or timed out: cancel what it asked for and answer nothing more.
   actor_logger("net")->debug("http connection ended: {}", ec.message());
   peer_closed_ = true;
   pending_.clear();

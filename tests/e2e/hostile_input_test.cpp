@@ -197,5 +197,27 @@ TEST(hostile_input, one_client_cannot_fill_the_waiting_queue) {
   EXPECT_GE(n_ok, 4);
 }
 
+
+// A client that half-closes after its request (shutdown of its writing side) still gets its answer:
+// it was cancelled with no response before.
+TEST(hostile_input, a_half_closed_client_still_gets_its_answer) {
+  E2E_REQUIRE_MODEL();
+  server_process server;
+  ASSERT_TRUE(server.ready()) << server.error();
+  for (const bool stream : {false, true}) {
+    http_conn c;
+    ASSERT_TRUE(c.connect(server.port()));
+    ASSERT_TRUE(c.send(http_post_bytes("/v1/completions",
+                                       std::string(R"({"prompt":"Once upon a time","max_tokens":16,"temperature":0,"stream":)") +
+                                           (stream ? "true" : "false") + "}")));
+    c.shutdown_write();
+    auto r = c.read_response(20s);
+    ASSERT_TRUE(r) << r.error();
+    EXPECT_EQ(r->status, 200) << r->body;
+    const std::string ending = stream ? "data: [DONE]" : "\"completion_tokens\":16";
+    EXPECT_NE(r->body.find(ending), std::string::npos) << r->body;
+  }
+}
+
 }  // namespace
 }  // namespace pagedserve::e2e

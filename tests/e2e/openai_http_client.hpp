@@ -115,6 +115,9 @@ class http_conn {
     return true;
   }
 
+  // Half-closes: the server reads end-of-stream, and may still answer.
+  void shutdown_write() { ::shutdown(fd_, SHUT_WR); }
+
   // Drops the connection with a reset (SO_LINGER 0): no FIN handshake.
   void reset() {
     if (fd_ < 0) return;
