@@ -23,11 +23,6 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
 
 // One client context for the process: the system's CA store (OpenSSL also honours SSL_CERT_FILE and
 // SSL_CERT_DIR here) and peer verification always on.
@@ -104,7 +99,7 @@ class connection final : public hub_http_body {
     hub_http_hop hop;
     hop.url = u.str();
     hop.status = static_cast<int>(parser_->get().result_int());
-    for (const auto& field : parser_->get()) hop.headers[lower(field.name_string())] = std::string(field.value());
+    for (const auto& field : parser_->get()) hop.headers[ascii_lower(field.name_string())] = std::string(field.value());
     // A body of known length (what CDNs send for files) is read straight into the caller's buffer,
     // a megabyte per call, rather than through the parser's small reads and a copy.
     if (const auto n = parser_->content_length(); n && !parser_->chunked()) raw_left_ = *n;
@@ -235,7 +230,7 @@ std::expected<hub_http_response, std::string> hub_http_get(const std::string& ur
     auto next = hub_url_resolve(*current, last.header("location"));
     if (!next) return std::unexpected("bad redirect from " + current->str() + ": " + next.error());
     if (next->origin() != current->origin())
-      std::erase_if(h, [](const auto& kv) { return lower(kv.first) == "authorization"; });
+      std::erase_if(h, [](const auto& kv) { return ascii_lower(kv.first) == "authorization"; });
     current = std::move(next);
   }
 }

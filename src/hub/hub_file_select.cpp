@@ -1,5 +1,7 @@
 #include "hub/hub_file_select.hpp"
 
+#include "hub/hub_url.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -8,11 +10,6 @@
 namespace pagedserve {
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
 
 bool top_level(std::string_view name) { return name.find('/') == std::string_view::npos; }
 
@@ -26,7 +23,7 @@ bool safetensors_companion(std::string_view name) {
 
 // A GGUF holding weights, not a vision projector (llama-server skips mmproj files the same way).
 bool gguf_weights(std::string_view name) {
-  return lower(name).ends_with(".gguf") && lower(name).find("mmproj") == std::string::npos;
+  return ascii_lower(name).ends_with(".gguf") && ascii_lower(name).find("mmproj") == std::string::npos;
 }
 
 std::string list(const std::vector<const hub_file*>& files) {
@@ -40,9 +37,9 @@ std::expected<hub_selection, std::string> pick_gguf(const std::vector<hub_file>&
   for (const hub_file& f : files)
     if (gguf_weights(f.name)) ggufs.push_back(&f);
   if (ggufs.empty()) return std::unexpected(ref.repo + " has no .gguf files for the tag '" + ref.tag + "'");
-  const std::string tag = lower(ref.tag.empty() ? "Q4_K_M" : ref.tag);
+  const std::string tag = ascii_lower(ref.tag.empty() ? "Q4_K_M" : ref.tag);
   for (const hub_file* f : ggufs)
-    if (lower(f->name).find(tag) != std::string::npos) matches.push_back(f);
+    if (ascii_lower(f->name).find(tag) != std::string::npos) matches.push_back(f);
   if (matches.empty() && ref.tag.empty() && ggufs.size() == 1) matches = ggufs;  // the only one there is
   if (matches.size() == 1) return hub_selection{{*matches[0]}, matches[0]->name};
   if (matches.empty())

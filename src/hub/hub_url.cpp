@@ -7,12 +7,6 @@
 namespace pagedserve {
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
-
 std::string default_port(std::string_view scheme) { return scheme == "https" ? "443" : "80"; }
 
 }  // namespace
@@ -22,11 +16,17 @@ std::string hub_url::origin() const {
   return scheme + "://" + h + (port == default_port(scheme) ? "" : ":" + port);
 }
 
+std::string ascii_lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
 std::expected<hub_url, std::string> hub_url_parse(std::string_view url) {
   const auto sep = url.find("://");
   if (sep == std::string_view::npos) return std::unexpected("not an http(s) URL: '" + std::string(url) + "'");
   hub_url u;
-  u.scheme = lower(url.substr(0, sep));
+  u.scheme = ascii_lower(url.substr(0, sep));
   if (u.scheme != "http" && u.scheme != "https")
     return std::unexpected("unsupported URL scheme '" + u.scheme + "' in '" + std::string(url) + "' (http or https)");
   std::string_view rest = url.substr(sep + 3);
@@ -52,7 +52,7 @@ std::expected<hub_url, std::string> hub_url_parse(std::string_view url) {
   const auto [p, ec] = std::from_chars(u.port.data(), u.port.data() + u.port.size(), port);
   if (ec != std::errc{} || p != u.port.data() + u.port.size() || port == 0 || port > 65535)
     return std::unexpected("bad port in '" + std::string(url) + "'");
-  u.host = lower(u.host);
+  u.host = ascii_lower(u.host);
   u.target = target.starts_with('?') ? "/" + std::string(target) : std::string(target);
   return u;
 }

@@ -22,6 +22,8 @@ struct hub_url {
   std::string str() const { return origin() + target; }
 };
 
+// ASCII lower case (URL schemes and hosts, HTTP header names, GGUF quant tags).
+std::string ascii_lower(std::string_view s);
 std::expected<hub_url, std::string> hub_url_parse(std::string_view url);
 // The URL a redirect's Location names, read relative to the URL that answered it.
 std::expected<hub_url, std::string> hub_url_resolve(const hub_url& base, std::string_view location);
