@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "model/hf_config.hpp"
+#include "model/load_phase.hpp"
 #include "pagedserve/hf_model.hpp"
 #include "pagedserve/safetensors.hpp"
 
@@ -151,6 +152,7 @@ std::expected<std::shared_ptr<const model>, std::string> hf_model_load(const std
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) return std::unexpected(dir.string() + ": not a directory");
   auto fail = [&](const std::string& what) { return std::unexpected(dir.string() + ": " + what); };
+  load_phase config_phase("reading config.json");
   auto config_text = read_text(dir / "config.json");
   if (!config_text) return std::unexpected(config_text.error());
   auto parsed = hf::config_parse(*config_text);
@@ -160,8 +162,15 @@ std::expected<std::shared_ptr<const model>, std::string> hf_model_load(const std
     if (!text) return std::unexpected(text.error());
     if (auto r = hf::generation_config_parse(*text, parsed->generation); !r) return fail(r.error());
   }
+  const model_config& pc = parsed->config;
+  config_phase.finish(fmt::format("read config.json ({}, {} layers, dim {}, vocab {})", pc.architecture, pc.n_layers,
+                                  pc.dim, pc.vocab_size));
+  load_phase map_phase("mapping safetensors files");
   auto set = safetensors_set::open_folder(dir);
   if (!set) return std::unexpected(set.error());
+  std::uint64_t mapped = 0;
+  for (const auto& f : set->files()) mapped += f.mapping()->bytes().size();
+  map_phase.finish(fmt::format("mapped {} safetensors files, {},", set->files().size(), bytes_text(mapped)));
 
   auto m = std::make_shared<model>();
   const std::filesystem::path clean = dir.filename().empty() ? dir.parent_path() : dir;
@@ -170,7 +179,7 @@ std::expected<std::shared_ptr<const model>, std::string> hf_model_load(const std
   m->generation = parsed->generation;
   for (const auto& f : set->files()) m->storage.push_back(f.mapping());
   if (auto r = load_tensors(*set, *parsed, *m); !r) return fail(r.error());
-  model_convert_weights(*m, options.weights);
+  model_convert_weights(*m, options.weights, options.progress);
   m->rope_inv_freq = rope_inv_freq_compute(m->config);
   if (auto r = model_check(*m); !r) return fail(r.error());
   for (const auto& note : parsed->notes) spdlog::warn("{}: {}", m->name, note);
