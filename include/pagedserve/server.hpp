@@ -23,10 +23,8 @@ class serving_state;
 
 class server {
  public:
-  // Loading: nothing to serve until serve().
+  // Nothing to serve until serve() hands it the engine.
   server(boost::asio::io_context& io, const server_config& config);
-  // Serving e from the start.
-  server(boost::asio::io_context& io, engine& e, const server_config& config);
   ~server();
   // Binds and starts accepting; returns the bound port (useful when config asks for port 0).
   std::expected<unsigned short, std::string> start();

@@ -94,7 +94,6 @@ server::server(boost::asio::io_context& io, const server_config& config)
       config_(config),
       connections_(std::make_shared<net::connection_registry>(config.max_connections)) {}
 
-server::server(boost::asio::io_context& io, engine& e, const server_config& config) : server(io, config) { serve(e); }
 
 server::~server() { stop(); }
 
