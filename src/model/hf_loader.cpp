@@ -170,7 +170,8 @@ std::expected<std::shared_ptr<const model>, std::string> hf_model_load(const std
   if (!set) return std::unexpected(set.error());
   std::uint64_t mapped = 0;
   for (const auto& f : set->files()) mapped += f.mapping()->bytes().size();
-  map_phase.finish(fmt::format("mapped {} safetensors files, {},", set->files().size(), bytes_text(mapped)));
+  map_phase.finish(fmt::format("mapped {} safetensors file{}, {},", set->files().size(), set->files().size() == 1 ? "" : "s",
+                               bytes_text(mapped)));
 
   auto m = std::make_shared<model>();
   const std::filesystem::path clean = dir.filename().empty() ? dir.parent_path() : dir;
