@@ -6,6 +6,7 @@
 // for a short one. It is also how a load learns to stop (a signal during start-up): the conversion
 // loop asks between matrices.
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
