@@ -149,16 +149,18 @@ int run_serve(const cli_options& o) {
     progress.throw_if_cancelled();
     start_engine(e, io, lm, c.engine);
     progress.throw_if_cancelled();
-    total.finish(fmt::format("loaded '{}' and ready to serve", lm.weights->name));
-    s.serve(*e);
     const auto& mc = lm.weights->config;
-    spdlog::info("serving '{}' (dim {}, {} layers, vocab {}, context {}) on http://{}:{} (WebSocket /v1/ws, OpenAI /v1/completions and /v1/chat/completions, GET /health, GET /metrics)",
-                 lm.weights->name, mc.dim, mc.n_layers, mc.vocab_size, mc.seq_len, c.server.host, *port);
     spdlog::info("engine: kv_blocks {} x {} tokens ({} cache), max_num_seqs {}, max_num_batched_tokens {}, weights {} ({}), kernels {}",
                  c.engine.kv_blocks, c.engine.block_size, c.engine.kv_cache_dtype, c.engine.max_num_seqs, c.engine.max_num_batched_tokens,
                  dtype_name(lm.weights->layers.empty() ? lm.weights->classifier.type : lm.weights->layers[0].wq.type),
                  c.model.quantize == "none" ? "as stored" : "quantize " + c.model.quantize,
                  kernels::isa_name(kernels::kernel_table_select(c.engine.kernels)->which));
+    total.finish(fmt::format("loaded '{}' and ready to serve", lm.weights->name));
+    // Ready from here on. The line clients and scripts wait for comes after it, so none of them
+    // meets a 503 once it has read the line, and every line above is logged by the first 200.
+    s.serve(*e);
+    spdlog::info("serving '{}' (dim {}, {} layers, vocab {}, context {}) on http://{}:{} (WebSocket /v1/ws, OpenAI /v1/completions and /v1/chat/completions, GET /health, GET /metrics)",
+                 lm.weights->name, mc.dim, mc.n_layers, mc.vocab_size, mc.seq_len, c.server.host, *port);
   } catch (const load_cancelled&) {
     spdlog::info("model load abandoned: exiting once the connections are drained");
   }
