@@ -20,6 +20,20 @@ std::vector<token_id> stop_ids_for(const model& m, const tokenizer& tok, const c
   return ids;
 }
 
+// What a request that sets no sampling field gets: the model's generation_config.json under
+// engine.generation_config "auto" (vLLM's default), else sampling_params' own defaults.
+sampling_params request_defaults_for(const model& m, const engine_config& config) {
+  sampling_params p;
+  if (config.generation_config != "auto") return p;
+  const generation_defaults& g = m.generation;
+  if (g.temperature) p.temperature = *g.temperature;
+  if (g.top_p) p.top_p = *g.top_p;
+  if (g.top_k) p.top_k = std::max(0, *g.top_k);  // transformers' top_k 0 and vLLM's -1 both mean all
+  if (g.min_p) p.min_p = *g.min_p;
+  if (g.repetition_penalty) p.repetition_penalty = *g.repetition_penalty;
+  return p;
+}
+
 // Attention FLOPs per attended position relative to one token's matmul FLOPs: a query head does a
 // dot product and an axpy of head_size per position (4 FLOPs per element, all heads, all layers),
 // a token 2 FLOPs per weight of every layer's projections and FFN (the experts it uses, for MoE).
@@ -41,10 +55,13 @@ engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const mod
       tokenizer_(std::move(tok)),
       stop_ids_(stop_ids_for(*model_, *tokenizer_, chat.get())),
       chat_(std::move(chat)),
+      request_defaults_(request_defaults_for(*model_, config)),
       metrics_(model_->config.seq_len),
       kv_(engine_thread_.executor(), config.kv_blocks, config.block_size, config.prefix_caching),
       scheduler_(engine_thread_.executor(),
-                 scheduler_limits{config.max_num_seqs, config.max_num_batched_tokens, model_->config.seq_len,
+                 scheduler_limits{config.max_num_seqs, config.max_num_batched_tokens,
+                                  // a sequence never outgrows the pool: alone, it always fits
+                                  std::min(model_->config.seq_len, config.kv_blocks * config.block_size),
                                   config.max_waiting, config.max_decode_slowdown, 16,
                                   attention_cost_of(model_->config)},
                  config.block_size),
@@ -57,6 +74,12 @@ engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const mod
 }
 
 engine::~engine() { engine_thread_.stop(); }
+
+int engine::default_max_tokens(int n_prompt) const {
+  const int left = max_sequence_tokens() - n_prompt;
+  const auto& cap = model_->generation.max_new_tokens;
+  return config_.generation_config == "auto" && cap ? std::min(left, *cap) : left;
+}
 
 int engine::max_sequence_tokens() const {
   return std::min(model_->config.seq_len, config_.kv_blocks * config_.block_size);

@@ -11,6 +11,7 @@
 #include "pagedserve/config.hpp"
 #include "pagedserve/metrics.hpp"
 #include "pagedserve/model.hpp"
+#include "pagedserve/sampling.hpp"
 #include "pagedserve/served_model.hpp"
 #include "pagedserve/tokenizer.hpp"
 
@@ -51,6 +52,12 @@ class engine {
   // on it), the tokenizer's EOS and the chat template's end-of-turn token.
   const std::vector<token_id>& stop_token_ids() const { return stop_ids_; }
   const chat_setup* chat() const { return chat_.get(); }
+  // The sampling parameters a request starts from before its own fields are read
+  // (engine_config::generation_config). max_tokens 0: the rest of the context.
+  const sampling_params& request_defaults() const { return request_defaults_; }
+  // Tokens a request that sets no max_tokens generates at most: the rest of the context, and no more
+  // than generation_config.json's max_new_tokens (under generation_config "auto").
+  int default_max_tokens(int n_prompt) const;
 
   // Asks the scheduler and the allocator for their figures; `done` runs once with both, on an
   // arbitrary strand (post it back to yours).
@@ -63,6 +70,7 @@ class engine {
   std::shared_ptr<const tokenizer> tokenizer_;
   std::vector<token_id> stop_ids_;
   std::shared_ptr<const chat_setup> chat_;
+  sampling_params request_defaults_;
   serving_metrics metrics_;
   actor_thread engine_thread_;  // declared before the actors: it outlives their strands
   kv_allocator_actor kv_;

@@ -54,14 +54,17 @@ void request_actor::on(start_generation) {
         return fail("invalid_request", "prompt token id " + std::to_string(t) + " is outside the vocabulary [0, " +
                                            std::to_string(n_vocab) + ")");
   }
+  // A tokenizer that adds no BOS (Qwen, GPT-2) turns "" into no tokens: nothing to prefill, nothing
+  // to condition on (vLLM refuses it too).
+  if (prompt.empty()) return fail("invalid_request", "the prompt is empty: it encodes to no tokens");
   n_prompt_ = n_prompt;
   const int context = engine_.max_sequence_tokens();
   if (n_prompt >= context)
     return fail("context_length_exceeded", "prompt has " + std::to_string(n_prompt) +
                                                " tokens; the context holds " + std::to_string(context));
   sampling_params& p = command_.params;
-  if (p.max_tokens == 0) p.max_tokens = context - n_prompt;
-  if (n_prompt + p.max_tokens > context)
+  if (p.max_tokens == 0) p.max_tokens = engine_.default_max_tokens(n_prompt);
+  if (p.max_tokens > context - n_prompt)  // not n_prompt + max_tokens: max_tokens may be near INT_MAX
     return fail("invalid_max_tokens", "max_tokens " + std::to_string(p.max_tokens) + " exceeds the " +
                                           std::to_string(context - n_prompt) + " tokens left in the context after a " +
                                           std::to_string(n_prompt) + "-token prompt");

@@ -50,6 +50,11 @@ struct engine_config {
   std::string kv_cache_dtype = "f32";
   int threads = 0;                     // TBB arena for the kernels; 0 = all cores
   std::string kernels = "auto";        // force a kernel variant: auto, scalar, avx2, avx2_vnni, avx512, avx512_vnni, avx512_bf16
+  // Sampling defaults for requests that leave them out, as vLLM's --generation-config: "auto" takes
+  // the model's generation_config.json (temperature, top_p, top_k, min_p, repetition_penalty,
+  // max_new_tokens); "vllm" uses the server's own (temperature 1, no truncation). The file's
+  // eos_token_id ends generation either way.
+  std::string generation_config = "auto";
 };
 
 struct model_paths {

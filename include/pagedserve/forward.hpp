@@ -1,6 +1,7 @@
 #pragma once
 // One forward pass of the Llama family (Llama 2/3, Mistral, Qwen2, Qwen3, Qwen3-MoE: what differs is
-// optional in the model struct) over a flat, variable-length batch of tokens from many sequences
+// optional in the model struct) and GPT-2 (model_config's norm, ffn and positions choose LayerNorm, the
+// GELU MLP and learned positions) over a flat, variable-length batch of tokens from many sequences
 // (decode tokens and prefill chunks mixed), reading and writing K/V through block tables.
 #include <cstdint>
 #include <optional>
@@ -43,7 +44,7 @@ class forward_pass {
   const kernels::kernel_table& kt_;
   int max_tokens_;
   // Activations, [max_tokens, width] each: dim for x_, xb_, xb2_; q_dim for q_, att_; kv_dim for k_, v_;
-  // hidden_dim for hb_, hb2_; vocab for logits_.
+  // hidden_dim for hb_, hb2_ (SwiGLU's up; the GELU MLP needs hb_ only); vocab for logits_.
   std::vector<float> x_, xb_, xb2_, q_, k_, v_, att_, hb_, hb2_, logits_;
   std::vector<float> rope_cos_, rope_sin_;  // [max_tokens, head_size/2] this step's rotations
   std::optional<moe_block> moe_;            // MoE models only

@@ -88,6 +88,12 @@ struct kernel_table {
                            float* scores);
   // out[n] = fp16 of x[n], rounded to nearest even (f32_to_f16's bits): how K/V enter an fp16 cache.
   void (*f32_to_f16_row)(std::uint16_t* out, const float* x, int n);
+  // LayerNorm of one row (GPT-2): out[n] = (x[n] - mean) * rstd * weight[n] + bias[n], with
+  // rstd = 1 / sqrt(var + eps), var the mean of (x - mean)^2 (two passes, as torch). Each row depends on
+  // itself only, so the norm is batch invariant.
+  void (*layernorm)(float* out, const float* x, const float* weight, const float* bias, int n, float eps);
+  // x[n] = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) in place: GPT-2's "gelu_new".
+  void (*gelu_tanh)(float* x, int n);
   // matmul_rows_bf16 rounds x to bf16 and multiplies pairs with AVX512-BF16 (vdpbf16ps), as
   // llama.cpp's and PyTorch's bf16 matmuls do: 32 weights an instruction, memory-bound where the
   // exact widening path is not, but results differ from the fp32 path by the activations' rounding
@@ -168,6 +174,10 @@ void rope(float* x, const std::int32_t* positions, int n_tokens, int n_heads, in
           rope_style style);
 void softmax(float* x, int n);
 void swiglu(float* gate, const float* up, int n);
+// LayerNorm of each row of x[n_rows, dim] with weight and bias [dim] (torch.nn.LayerNorm).
+void layernorm(float* out, const float* x, const float* weight, const float* bias, int n_rows, int dim, float eps);
+// x[n] = gelu_tanh(x[n]), with std::tanh.
+void gelu_tanh(float* x, int n);
 // out[n_tokens, n_heads*head_size]; q[n_tokens, n_heads*head_size]; grouped-query attention
 // (query head h reads kv head h / (n_heads / n_kv_heads)) through the block tables.
 void paged_attention(float* out, const float* q, const paged_kv_layer& kv, const attention_batch& batch,
@@ -208,6 +218,12 @@ void rope_angles(float* cos, float* sin, const std::int32_t* positions, int n_to
 // reference::rope with inv_freq: the result is in rotate-half order. head_size <= 1024.
 void rope(float* x, const float* cos, const float* sin, int n_tokens, int n_heads, int head_size, rope_style style);
 void swiglu(const kernel_table& kt, float* gate, const float* up, int n_tokens, int dim);
+void layernorm(const kernel_table& kt, float* out, const float* x, const float* weight, const float* bias, int n_rows,
+               int dim, float eps);
+// add(x, y) then layernorm(out, x), row by row (add_rmsnorm's LayerNorm twin).
+void add_layernorm(const kernel_table& kt, float* out, float* x, const float* y, const float* weight, const float* bias,
+                   int n_tokens, int dim, float eps);
+void gelu_tanh(const kernel_table& kt, float* x, int n_tokens, int dim);
 void paged_attention(const kernel_table& kt, float* out, const float* q, const paged_kv_layer& kv,
                      const attention_batch& batch, int n_heads, int n_kv_heads, int head_size);
 }  // namespace ops

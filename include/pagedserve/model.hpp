@@ -66,15 +66,17 @@ struct model_config {
   int n_experts_used = 0;     // top-k experts per token
   int expert_hidden_dim = 0;  // SwiGLU inner width of one expert (moe_intermediate_size)
   bool norm_topk_prob = false;  // renormalise the top-k router probabilities to sum to 1
-  // Sliding-window attention (Mistral; Qwen2/3 with use_sliding_window): layers from
-  // first_sliding_layer on attend to the last sliding_window positions only. 0 = full attention.
+  // Sliding-window attention (Mistral; Qwen2/3 with use_sliding_window): the layers marked in
+  // sliding_layers ([n_layers]; empty = none) attend to the last sliding_window positions only.
   int sliding_window = 0;
-  int first_sliding_layer = 0;
+  std::vector<char> sliding_layers;
 
   int head_size() const { return head_dim > 0 ? head_dim : (n_heads > 0 ? dim / n_heads : 0); }
   int q_dim() const { return n_heads * head_size(); }
   int kv_dim() const { return n_kv_heads * head_size(); }
-  int attention_window(int layer) const { return layer >= first_sliding_layer ? sliding_window : 0; }
+  int attention_window(int layer) const {
+    return layer < static_cast<int>(sliding_layers.size()) && sliding_layers[layer] ? sliding_window : 0;
+  }
 };
 
 // One expert's SwiGLU: down(silu(gate x) * up x).
@@ -85,8 +87,10 @@ struct expert_weights {
 };
 
 // Weights of one transformer block. Matrices are [out, in] row-major. Optional parts are null/empty.
+// rms_att, rms_ffn (and model::rms_final) are the norms' weights, RMSNorm's or LayerNorm's (norm_kind).
 struct layer_weights {
   const float* rms_att = nullptr;  // [dim]
+  const float* att_norm_bias = nullptr;  // [dim] LayerNorm only (GPT-2's ln_1.bias)
   weight wq;                       // [q_dim, dim]
   weight wk;                       // [kv_dim, dim]
   weight wv;                       // [kv_dim, dim]
@@ -98,9 +102,12 @@ struct layer_weights {
   const float* q_norm = nullptr;   // [head_size] RMSNorm over each query head before RoPE (Qwen3)
   const float* k_norm = nullptr;   // [head_size] same for keys
   const float* rms_ffn = nullptr;  // [dim]
-  weight w_gate;                   // [hidden_dim, dim] dense layers only
+  const float* ffn_norm_bias = nullptr;  // [dim] LayerNorm only (GPT-2's ln_2.bias)
+  weight w_gate;                   // [hidden_dim, dim] dense SwiGLU layers only (none for gelu_tanh)
   weight w_up;                     // [hidden_dim, dim]
   weight w_down;                   // [dim, hidden_dim]
+  const float* b_up = nullptr;     // [hidden_dim] (GPT-2's c_fc.bias)
+  const float* b_down = nullptr;   // [dim] (GPT-2's mlp.c_proj.bias)
   weight router;                   // [n_experts, dim] MoE layers only
   std::vector<expert_weights> experts;  // [n_experts] MoE layers only
 
@@ -111,9 +118,13 @@ struct layer_weights {
 struct generation_defaults {
   std::vector<int> eos_token_ids;  // any of them ends a sequence
   std::optional<int> bos_token_id;
+  // Sampling defaults for requests that do not set them (vLLM's --generation-config auto).
   std::optional<float> temperature;
   std::optional<float> top_p;
   std::optional<int> top_k;
+  std::optional<float> min_p;
+  std::optional<float> repetition_penalty;
+  std::optional<int> max_new_tokens;
 };
 
 struct model {
@@ -122,8 +133,11 @@ struct model {
   weight token_embedding;                  // [vocab_size, dim]
   std::vector<layer_weights> layers;
   const float* rms_final = nullptr;        // [dim]
+  const float* final_norm_bias = nullptr;  // [dim] LayerNorm only (GPT-2's ln_f.bias)
+  weight position_embedding;               // [seq_len, dim] position_kind::learned only (GPT-2's wpe)
   weight classifier;                       // [vocab_size, dim]; == token_embedding when tied
-  std::vector<float> rope_inv_freq;        // [head_size/2] rotation speed of each pair, scaling applied
+  std::vector<float> rope_inv_freq;        // [head_size/2] rotation speed of each pair, scaling applied;
+                                           // empty for learned positions
   generation_defaults generation;
 
   // What keeps the views above alive: file mappings and buffers the loader filled.
@@ -161,12 +175,15 @@ struct model_load_options {
 };
 
 // rope_theta^(-2i/head_size) for each pair i, in fp32 as run.c and HF compute it, then rope_scaling.
+// Empty for learned positions (no RoPE).
 std::vector<float> rope_inv_freq_compute(const model_config& c);
 // Every tensor the config implies is present with its shape: an error naming the first one that is not.
 std::expected<void, std::string> model_check(const model& m);
 // Re-stores every matrix in the requested format (owned buffers); norms and biases stay fp32.
-// Tied token embedding and classifier stay one shared matrix. Logs what it converted and how long
-// it took; reports each matrix to progress, and stops with load_cancelled when its stop is requested.
+// Tied token embedding and classifier stay one shared matrix. The learned position embedding stays as
+// stored: it is read one row per token (never streamed by a matmul), and rounding it would only add error.
+// Logs what it converted and how long it took; reports each matrix to progress, and stops with
+// load_cancelled when its stop is requested.
 void model_convert_weights(model& m, weight_format format, load_progress* progress = nullptr);
 
 // llama2.c checkpoint: 7 int32 header (dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size,

@@ -20,7 +20,7 @@ namespace pagedserve {
 struct scheduler_limits {
   int max_num_seqs = 64;              // sequences per step
   int max_num_batched_tokens = 512;   // tokens per step (decode tokens + prefill chunk tokens)
-  int context_len = 0;                // positions a sequence may use (the model's seq_len)
+  int context_len = 0;                // positions a sequence may use: the model's seq_len, at most the KV pool
   int max_waiting = 1024;             // queued sequences before new ones are refused
   // A step that carries decodes may take at most this many times as long as the decodes alone would
   // (prefill chunks are cut to fit, by the learnt step cost); 0 = no bound, the token budget only.

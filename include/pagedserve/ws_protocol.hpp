@@ -41,7 +41,8 @@ struct protocol_error {
 
 using client_frame = std::variant<generate_command, cancel_command, protocol_error>;
 
-client_frame parse_client_frame(std::string_view text);
+// defaults: what a generate command's params start from (the model's generation_config.json).
+client_frame parse_client_frame(std::string_view text, const sampling_params& defaults = {});
 
 // Server frames.
 std::string encode_token_frame(std::string_view id, const token_event& event);

@@ -198,6 +198,7 @@ std::expected<generation_request, api_error> parse_completion_request(std::strin
   if (!obj) return std::unexpected(obj.error());
   generation_request r;
   r.kind = endpoint::completions;
+  r.params = limits.defaults;
   r.params.max_tokens = 16;  // OpenAI's default for legacy completions
   bool has_stream_options = false;
   std::optional<std::int64_t> best_of;
@@ -241,7 +242,7 @@ std::expected<generation_request, api_error> parse_chat_request(std::string_view
   if (!obj) return std::unexpected(obj.error());
   generation_request r;
   r.kind = endpoint::chat_completions;
-  r.params.max_tokens = 0;  // chat: as long as the context allows
+  r.params = limits.defaults;  // max_tokens 0: as long as the context allows
   bool has_stream_options = false, has_messages = false;
   std::optional<std::int64_t> top_logprobs;
   for (auto [key, value] : *obj) {

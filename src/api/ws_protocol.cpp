@@ -65,7 +65,7 @@ std::optional<bad_frame> read_messages(simdjson::dom::array messages, std::vecto
 
 }  // namespace
 
-client_frame parse_client_frame(std::string_view text) {
+client_frame parse_client_frame(std::string_view text, const sampling_params& defaults) {
   simdjson::dom::parser parser;
   simdjson::padded_string padded(text);
   element root;
@@ -103,7 +103,7 @@ client_frame parse_client_frame(std::string_view text) {
 
   generate_command g;
   g.id = *id;
-  g.params.max_tokens = 0;
+  g.params = defaults;  // max_tokens 0: as long as the context allows
   bool has_messages = false;
   for (auto [key, value] : obj) {
     if (key == "type" || key == "id") continue;

@@ -91,7 +91,8 @@ std::expected<config, std::vector<std::string>> config_load(const std::filesyste
         .field("max_num_seqs", c.engine.max_num_seqs).field("max_num_batched_tokens", c.engine.max_num_batched_tokens)
         .field("max_waiting", c.engine.max_waiting).field("threads", c.engine.threads).field("kernels", c.engine.kernels)
         .field("max_decode_slowdown", c.engine.max_decode_slowdown)
-        .field("prefix_caching", c.engine.prefix_caching).field("kv_cache_dtype", c.engine.kv_cache_dtype);
+        .field("prefix_caching", c.engine.prefix_caching).field("kv_cache_dtype", c.engine.kv_cache_dtype)
+        .field("generation_config", c.engine.generation_config);
     r.reject_unknown();
   }
   if (auto s = section("model")) {
@@ -136,6 +137,8 @@ std::vector<std::string> config_validate(const config& c) {
   if (!(c.engine.max_decode_slowdown == 0 || c.engine.max_decode_slowdown >= 1))
     e.push_back("engine.max_decode_slowdown must be 0 (no bound) or at least 1");
   if (c.engine.max_waiting < 1) e.push_back("engine.max_waiting must be positive");
+  if (c.engine.generation_config != "auto" && c.engine.generation_config != "vllm")
+    e.push_back("engine.generation_config must be auto or vllm (got '" + c.engine.generation_config + "')");
   if (c.engine.kv_cache_dtype != "f32" && c.engine.kv_cache_dtype != "f16")
     e.push_back("engine.kv_cache_dtype must be f32 or f16 (got '" + c.engine.kv_cache_dtype + "')");
   if (c.engine.threads < 0) e.push_back("engine.threads must be >= 0");

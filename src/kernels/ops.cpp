@@ -197,6 +197,27 @@ void add_rmsnorm(const kernel_table& kt, float* out, float* x, const float* y, c
   });
 }
 
+void layernorm(const kernel_table& kt, float* out, const float* x, const float* weight, const float* bias, int n_rows,
+               int dim, float eps) {
+  for_each_row(n_rows, dim, [&](int r) {
+    const std::size_t at = static_cast<std::size_t>(r) * dim;
+    kt.layernorm(out + at, x + at, weight, bias, dim, eps);
+  });
+}
+
+void add_layernorm(const kernel_table& kt, float* out, float* x, const float* y, const float* weight, const float* bias,
+                   int n_tokens, int dim, float eps) {
+  for_each_row(n_tokens, dim, [&](int t) {
+    const std::size_t at = static_cast<std::size_t>(t) * dim;
+    add_row(x + at, y + at, dim);
+    kt.layernorm(out + at, x + at, weight, bias, dim, eps);
+  });
+}
+
+void gelu_tanh(const kernel_table& kt, float* x, int n_tokens, int dim) {
+  for_each_row(n_tokens, dim, [&](int t) { kt.gelu_tanh(x + static_cast<std::size_t>(t) * dim, dim); });
+}
+
 void rope_angles(float* cos, float* sin, const std::int32_t* positions, int n_tokens, const float* inv_freq,
                  int n_freq, float scale) {
   // The reference's arithmetic: angle = pos * inv_freq[i] in fp32, then cos and sin of it.

@@ -125,6 +125,28 @@ void swiglu(float* gate, const float* up, int n) {
   }
 }
 
+void layernorm(float* out, const float* x, const float* weight, const float* bias, int n_rows, int dim, float eps) {
+  for (int r = 0; r < n_rows; ++r) {
+    const float* xr = x + static_cast<std::size_t>(r) * dim;
+    float* outr = out + static_cast<std::size_t>(r) * dim;
+    float sum = 0.0f;
+    for (int i = 0; i < dim; ++i) sum += xr[i];
+    const float mean = sum / dim;
+    float ss = 0.0f;
+    for (int i = 0; i < dim; ++i) ss += (xr[i] - mean) * (xr[i] - mean);
+    const float rstd = 1.0f / std::sqrt(ss / dim + eps);
+    for (int i = 0; i < dim; ++i) outr[i] = (xr[i] - mean) * rstd * weight[i] + bias[i];
+  }
+}
+
+void gelu_tanh(float* x, int n) {
+  const float sqrt_2_over_pi = 0.7978845608028654f;
+  for (int i = 0; i < n; ++i) {
+    const float v = x[i];
+    x[i] = 0.5f * v * (1.0f + std::tanh(sqrt_2_over_pi * (v + 0.044715f * v * v * v)));
+  }
+}
+
 void paged_attention(float* out, const float* q, const paged_kv_layer& kv, const attention_batch& batch,
                      int n_heads, int n_kv_heads, int head_size) {
   const int dim = n_heads * head_size;

@@ -18,6 +18,7 @@
 
 #include "attend_block.hpp"
 #include "int8_kernels.hpp"
+#include "layernorm_gelu.hpp"
 #include "pagedserve/kernels.hpp"
 
 // fp16 -> fp32 widening (vcvtph2ps); dispatch.cpp requires F16C for this table.
@@ -269,6 +270,25 @@ void swiglu_avx2(float* gate, const float* up, int n) {
   }
 }
 
+// GPT-2's gelu_new as in table_avx512.cpp: tanh(u) = 1 - 2 / (exp(2u) + 1).
+inline __m256 gelu_tanh_vec(__m256 v) {
+  const __m256 v3 = _mm256_mul_ps(_mm256_mul_ps(v, v), v);
+  const __m256 u = _mm256_mul_ps(_mm256_set1_ps(0.7978845608028654f),
+                                 _mm256_add_ps(v, _mm256_mul_ps(_mm256_set1_ps(0.044715f), v3)));
+  const __m256 e = exp_avx2(_mm256_add_ps(u, u));
+  const __m256 t = _mm256_sub_ps(_mm256_set1_ps(1.0f), _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, _mm256_set1_ps(1.0f))));
+  return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), v), _mm256_add_ps(_mm256_set1_ps(1.0f), t));
+}
+
+void gelu_tanh_avx2(float* x, int n) {
+  int i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, gelu_tanh_vec(_mm256_loadu_ps(x + i)));
+  if (i < n) {
+    const __m256i m = tail_mask(n - i);
+    _mm256_maskstore_ps(x + i, m, gelu_tanh_vec(_mm256_maskload_ps(x + i, m)));
+  }
+}
+
 }  // namespace
 
 extern const kernel_table kernel_table_avx2 = {
@@ -277,6 +297,7 @@ extern const kernel_table kernel_table_avx2 = {
     sum_squares_avx2, scale_mul_avx2, axpy_avx2<load_f32>, swiglu_avx2,
     attend_block_generic<float, dot_avx2<load_f32>, axpy_avx2<load_f32>>,
     attend_block_generic<std::uint16_t, dot_avx2<load_f16>, axpy_avx2<load_f16>>, f32_to_f16_row_avx2,
+    detail::layernorm_scalar, gelu_tanh_avx2,
 };
 
 // The same with the int8 matmul on AVX-VNNI.
@@ -286,6 +307,7 @@ extern const kernel_table kernel_table_avx2_vnni = {
     sum_squares_avx2, scale_mul_avx2, axpy_avx2<load_f32>, swiglu_avx2,
     attend_block_generic<float, dot_avx2<load_f32>, axpy_avx2<load_f32>>,
     attend_block_generic<std::uint16_t, dot_avx2<load_f16>, axpy_avx2<load_f16>>, f32_to_f16_row_avx2,
+    detail::layernorm_scalar, gelu_tanh_avx2,
 };
 
 }  // namespace pagedserve::kernels

@@ -25,6 +25,7 @@
 #include "avx512_reduce.hpp"
 #include "bf16_dot_kernels.hpp"
 #include "int8_kernels.hpp"
+#include "layernorm_gelu.hpp"
 
 namespace pagedserve::kernels {
 namespace {
@@ -246,6 +247,26 @@ void swiglu_avx512(float* gate, const float* up, int n) {
   }
 }
 
+// GPT-2's gelu_new, 0.5 v (1 + tanh(u)) with u = sqrt(2/pi) (v + 0.044715 v^3), and tanh(u) as
+// 1 - 2 / (exp(2u) + 1): exp's clamp makes it exactly +-1 far out, never NaN.
+inline __m512 gelu_tanh_vec(__m512 v) {
+  const __m512 v3 = _mm512_mul_ps(_mm512_mul_ps(v, v), v);
+  const __m512 u = _mm512_mul_ps(_mm512_set1_ps(0.7978845608028654f),
+                                 _mm512_add_ps(v, _mm512_mul_ps(_mm512_set1_ps(0.044715f), v3)));
+  const __m512 e = exp_avx512(_mm512_add_ps(u, u));
+  const __m512 t = _mm512_sub_ps(_mm512_set1_ps(1.0f), _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, _mm512_set1_ps(1.0f))));
+  return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), v), _mm512_add_ps(_mm512_set1_ps(1.0f), t));
+}
+
+void gelu_tanh_avx512(float* x, int n) {
+  int i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, gelu_tanh_vec(_mm512_loadu_ps(x + i)));
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    _mm512_mask_storeu_ps(x + i, m, gelu_tanh_vec(_mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
 // Sixteen accumulators reduced at once with the same pairs of reduce16(): lane i of the result is
 // reduce16(p[i]), bit for bit, at 30 shuffles and 15 adds for all sixteen.
 inline __m512 reduce16x16(const __m512 (&p)[16]) {
@@ -345,7 +366,7 @@ extern const kernel_table kernel_table_avx512 = {
     isa::avx512, matmul_rows_avx512<load_f32>, matmul_rows_avx512<load_bf16>, matmul_rows_avx512<load_f16>,
     detail::matmul_i8_avx512, detail::quantize_token_u8_avx512,
     sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_block_avx512<load_f32>,
-    attend_block_avx512<load_f16>, f32_to_f16_row_avx512,
+    attend_block_avx512<load_f16>, f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512,
 };
 
 // The same with the int8 matmul on AVX512-VNNI.
@@ -353,7 +374,7 @@ extern const kernel_table kernel_table_avx512_vnni = {
     isa::avx512_vnni, matmul_rows_avx512<load_f32>, matmul_rows_avx512<load_bf16>, matmul_rows_avx512<load_f16>,
     detail::matmul_i8_avx512_vnni, detail::quantize_token_u8_avx512,
     sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_block_avx512<load_f32>,
-    attend_block_avx512<load_f16>, f32_to_f16_row_avx512,
+    attend_block_avx512<load_f16>, f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512,
 };
 
 // The same with bf16 weights on AVX512-BF16 dot products (bf16_dot_avx512_bf16.cpp).
@@ -361,7 +382,7 @@ extern const kernel_table kernel_table_avx512_bf16 = {
     isa::avx512_bf16, matmul_rows_avx512<load_f32>, detail::matmul_rows_bf16_dot, matmul_rows_avx512<load_f16>,
     detail::matmul_i8_avx512_vnni, detail::quantize_token_u8_avx512,
     sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_block_avx512<load_f32>,
-    attend_block_avx512<load_f16>, f32_to_f16_row_avx512, true,
+    attend_block_avx512<load_f16>, f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512, true,
 };
 
 }  // namespace pagedserve::kernels

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "attend_block.hpp"
+#include "layernorm_gelu.hpp"
 #include "pagedserve/kernels.hpp"
 
 namespace pagedserve::kernels {
@@ -88,12 +89,37 @@ void swiglu_scalar(float* gate, const float* up, int n) {
 
 }  // namespace
 
+namespace detail {
+
+// Two passes as torch's LayerNorm: the mean, then the mean square deviation from it (no E[x^2] -
+// mean^2 cancellation).
+void layernorm_scalar(float* out, const float* x, const float* weight, const float* bias, int n, float eps) {
+  float sum = 0.0f;
+  for (int i = 0; i < n; ++i) sum += x[i];
+  const float mean = sum / n;
+  float ss = 0.0f;
+  for (int i = 0; i < n; ++i) ss += (x[i] - mean) * (x[i] - mean);
+  const float rstd = 1.0f / std::sqrt(ss / n + eps);
+  for (int i = 0; i < n; ++i) out[i] = (x[i] - mean) * rstd * weight[i] + bias[i];
+}
+
+void gelu_tanh_scalar(float* x, int n) {
+  const float sqrt_2_over_pi = 0.7978845608028654f;
+  for (int i = 0; i < n; ++i) {
+    const float v = x[i];
+    x[i] = 0.5f * v * (1.0f + std::tanh(sqrt_2_over_pi * (v + 0.044715f * v * v * v)));
+  }
+}
+
+}  // namespace detail
+
 extern const kernel_table kernel_table_scalar = {
     isa::scalar, matmul_rows_scalar, matmul_rows_16_scalar<bf16_to_f32>, matmul_rows_16_scalar<f16_to_f32>, matmul_i8_scalar,
     reference::quantize_token_u8,
     sum_squares_scalar, scale_mul_scalar, axpy_scalar<float>, swiglu_scalar,
     attend_block_generic<float, dot_scalar<float>, axpy_scalar<float>>,
     attend_block_generic<std::uint16_t, dot_scalar<std::uint16_t>, axpy_scalar<std::uint16_t>>, f32_to_f16_row_scalar,
+    detail::layernorm_scalar, detail::gelu_tanh_scalar,
 };
 
 }  // namespace pagedserve::kernels

@@ -19,7 +19,7 @@ namespace {
     out = *try_result_;                                            \
   } while (0)
 
-enum class family { llama, qwen2, qwen3, qwen3moe };
+enum class family { llama, qwen2, qwen3, qwen3moe, gpt2 };
 
 struct gguf_arch {
   model_config config;
@@ -31,8 +31,9 @@ std::expected<family, std::string> family_of(std::string_view name) {
   if (name == "qwen2") return family::qwen2;
   if (name == "qwen3") return family::qwen3;
   if (name == "qwen3moe") return family::qwen3moe;
+  if (name == "gpt2") return family::gpt2;
   return std::unexpected("general.architecture '" + std::string(name) +
-                         "' is not supported (supported: llama, qwen2, qwen3, qwen3moe)");
+                         "' is not supported (supported: llama, qwen2, qwen3, qwen3moe, gpt2)");
 }
 
 // A required dimension: a positive integer below 2^24.
@@ -47,6 +48,37 @@ std::expected<int, std::string> dim_or(const gguf_file& f, const std::string& ke
   return f.find(key) ? dim_of(f, key) : std::expected<int, std::string>(fallback);
 }
 
+// The vocabulary size is token_embd's row count; no output.weight means a tied classifier.
+std::expected<gguf_arch, std::string> vocab_of(const gguf_file& f, gguf_arch a) {
+  const gguf_tensor_info* embd = f.tensor("token_embd.weight");
+  if (!embd || embd->ne.size() != 2) return std::unexpected(f.name() + ": missing or non-matrix tensor 'token_embd.weight'");
+  if (embd->ne[1] > (1u << 24)) return std::unexpected(f.name() + ": token_embd.weight has too many rows");
+  a.config.vocab_size = static_cast<int>(embd->ne[1]);
+  a.config.shared_classifier = f.tensor("output.weight") == nullptr;
+  return a;
+}
+
+// llama.cpp's gpt2: LayerNorm (attention.layer_norm_epsilon), a GELU MLP, learned positions; no RoPE keys.
+std::expected<void, std::string> read_gpt2_config(const gguf_file& f, model_config& c) {
+  auto fail = [&](const std::string& what) { return std::unexpected(f.name() + ": " + what); };
+  PS_TRY(c.dim, dim_of(f, "gpt2.embedding_length"));
+  PS_TRY(c.n_layers, dim_of(f, "gpt2.block_count"));
+  PS_TRY(c.n_heads, dim_of(f, "gpt2.attention.head_count"));
+  PS_TRY(c.n_kv_heads, dim_or(f, "gpt2.attention.head_count_kv", c.n_heads));
+  PS_TRY(c.seq_len, dim_of(f, "gpt2.context_length"));
+  PS_TRY(c.hidden_dim, dim_of(f, "gpt2.feed_forward_length"));
+  if (c.n_kv_heads != c.n_heads) return fail("gpt2.attention.head_count_kv differs from head_count (GPT-2 has none)");
+  if (c.dim % c.n_heads != 0) return fail("gpt2.attention.head_count does not divide embedding_length");
+  double eps = 0.0;
+  PS_TRY(eps, f.get_float("gpt2.attention.layer_norm_epsilon"));
+  if (!(eps >= 0.0)) return fail("gpt2.attention.layer_norm_epsilon is negative");
+  c.rms_norm_eps = static_cast<float>(eps);
+  c.norm = norm_kind::layer;
+  c.ffn = ffn_kind::gelu_tanh;
+  c.positions = position_kind::learned;
+  return {};
+}
+
 std::expected<gguf_arch, std::string> read_config(const gguf_file& f) {
   gguf_arch a;
   model_config& c = a.config;
@@ -57,6 +89,11 @@ std::expected<gguf_arch, std::string> read_config(const gguf_file& f) {
   a.arch = *fam;
   c.architecture = std::string(name);  // GGUF's name: llama, qwen2, qwen3, qwen3moe
   const std::string p = std::string(name) + ".";
+  auto fail = [&](const std::string& what) { return std::unexpected(f.name() + ": " + what); };
+  if (a.arch == family::gpt2) {
+    if (auto r = read_gpt2_config(f, c); !r) return std::unexpected(r.error());
+    return vocab_of(f, a);
+  }
   PS_TRY(c.dim, dim_of(f, p + "embedding_length"));
   PS_TRY(c.n_layers, dim_of(f, p + "block_count"));
   PS_TRY(c.n_heads, dim_of(f, p + "attention.head_count"));
@@ -65,7 +102,6 @@ std::expected<gguf_arch, std::string> read_config(const gguf_file& f) {
   PS_TRY(c.head_dim, dim_or(f, p + "attention.key_length", 0));
   int value_length = 0;
   PS_TRY(value_length, dim_or(f, p + "attention.value_length", c.head_size()));
-  auto fail = [&](const std::string& what) { return std::unexpected(f.name() + ": " + what); };
   if (c.n_heads % c.n_kv_heads != 0) return fail("head_count_kv does not divide head_count");
   if (c.head_dim == 0 && c.dim % c.n_heads != 0) return fail("head_count does not divide embedding_length");
   if (c.head_size() % 2 != 0) return fail("head size " + std::to_string(c.head_size()) + " is odd (RoPE needs pairs)");
@@ -97,11 +133,9 @@ std::expected<gguf_arch, std::string> read_config(const gguf_file& f) {
   // LlamaModel.permute), and runs the model with interleaved RoPE; Qwen keeps HF's rotate-half rows.
   c.rope = a.arch == family::llama ? kernels::rope_style::interleaved : kernels::rope_style::neox;
 
-  const gguf_tensor_info* embd = f.tensor("token_embd.weight");
-  if (!embd || embd->ne.size() != 2) return fail("missing or non-matrix tensor 'token_embd.weight'");
-  if (embd->ne[1] > (1u << 24)) return fail("token_embd.weight has too many rows");
-  c.vocab_size = static_cast<int>(embd->ne[1]);
-  c.shared_classifier = f.tensor("output.weight") == nullptr;
+  auto with_vocab = vocab_of(f, a);
+  if (!with_vocab) return with_vocab;
+  a = *with_vocab;
 
   if (a.arch == family::qwen3moe) {
     PS_TRY(c.n_experts, dim_of(f, p + "expert_count"));
@@ -129,6 +163,13 @@ class tensor_source {
     auto t = find(name, {static_cast<std::uint64_t>(cols), static_cast<std::uint64_t>(rows)});
     if (!t) return std::unexpected(t.error());
     return matrix_at(**t, 0, rows, cols);
+  }
+
+  // Rows [row0, row0 + rows) of a [n_rows, cols] matrix (a fused tensor's part: GPT-2's attn_qkv).
+  std::expected<weight, std::string> matrix_rows(const std::string& name, int n_rows, int row0, int rows, int cols) {
+    auto t = find(name, {static_cast<std::uint64_t>(cols), static_cast<std::uint64_t>(n_rows)});
+    if (!t) return std::unexpected(t.error());
+    return matrix_at(**t, row0, rows, cols);
   }
 
   // Expert e's [rows, cols] slice of a 3-D [n_experts, rows, cols] tensor (ffn_*_exps).
@@ -277,14 +318,41 @@ std::expected<void, std::string> load_layer(tensor_source& src, const model_conf
   return {};
 }
 
+// GPT-2's block: fused QKV rows [q | k | v] of [3 dim, dim] (llama.cpp's converter transposed HF's
+// Conv1D already), LayerNorm biases, a plain MLP with biases.
+std::expected<void, std::string> load_gpt2_layer(tensor_source& src, const model_config& c, int l, layer_weights& w) {
+  const std::string at = "blk." + std::to_string(l) + ".";
+  const int dim = c.dim, hid = c.hidden_dim;
+  PS_TRY(w.rms_att, src.vector(at + "attn_norm.weight", dim));
+  PS_TRY(w.att_norm_bias, src.vector(at + "attn_norm.bias", dim));
+  PS_TRY(w.wq, src.matrix_rows(at + "attn_qkv.weight", 3 * dim, 0, dim, dim));
+  PS_TRY(w.wk, src.matrix_rows(at + "attn_qkv.weight", 3 * dim, dim, dim, dim));
+  PS_TRY(w.wv, src.matrix_rows(at + "attn_qkv.weight", 3 * dim, 2 * dim, dim, dim));
+  const float* qkv_bias = nullptr;
+  PS_TRY(qkv_bias, src.vector(at + "attn_qkv.bias", 3 * dim));
+  w.bq = qkv_bias, w.bk = qkv_bias + dim, w.bv = qkv_bias + 2 * dim;
+  PS_TRY(w.wo, src.matrix(at + "attn_output.weight", dim, dim));
+  PS_TRY(w.bo, src.vector(at + "attn_output.bias", dim));
+  PS_TRY(w.rms_ffn, src.vector(at + "ffn_norm.weight", dim));
+  PS_TRY(w.ffn_norm_bias, src.vector(at + "ffn_norm.bias", dim));
+  PS_TRY(w.w_up, src.matrix(at + "ffn_up.weight", hid, dim));
+  PS_TRY(w.b_up, src.vector(at + "ffn_up.bias", hid));
+  PS_TRY(w.w_down, src.matrix(at + "ffn_down.weight", dim, hid));
+  PS_TRY(w.b_down, src.vector(at + "ffn_down.bias", dim));
+  return {};
+}
+
 std::expected<void, std::string> load_tensors(const gguf_file& f, model& m, weight_format format) {
   const model_config& c = m.config;
   tensor_source src(f, m, format);
+  const bool gpt2 = c.positions == position_kind::learned;
   PS_TRY(m.token_embedding, src.matrix("token_embd.weight", c.vocab_size, c.dim));
+  if (gpt2) PS_TRY(m.position_embedding, src.matrix("position_embd.weight", c.seq_len, c.dim));
   m.layers.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; ++l)
-    if (auto r = load_layer(src, c, l, m.layers[l]); !r) return r;
+    if (auto r = gpt2 ? load_gpt2_layer(src, c, l, m.layers[l]) : load_layer(src, c, l, m.layers[l]); !r) return r;
   PS_TRY(m.rms_final, src.vector("output_norm.weight", c.dim));
+  if (gpt2) PS_TRY(m.final_norm_bias, src.vector("output_norm.bias", c.dim));
   if (c.shared_classifier)
     m.classifier = m.token_embedding;
   else

@@ -6,12 +6,10 @@
 #include <string_view>
 #include <vector>
 
+#include "model/hf_config_keys.hpp"
 #include "pagedserve/model.hpp"
 
 namespace pagedserve::hf {
-
-// The architectures config.json's `architectures` may name, and what each implies.
-enum class family { llama, qwen2, qwen3, qwen3_moe };
 
 struct parsed_config {
   model_config config;
@@ -21,15 +19,16 @@ struct parsed_config {
   bool qk_norm = false;         // per-head q_norm / k_norm (Qwen3, Qwen3-MoE)
   std::vector<char> moe_layer;  // [n_layers] 1 where the layer's MLP is the sparse MoE block
   generation_defaults generation;  // bos/eos ids config.json carries
-  std::vector<std::string> notes;  // adjustments worth a log line (context clamped to a sliding window)
+  std::vector<std::string> notes;  // worth a log line: keys no table knows (hf_config_keys.hpp)
 };
 
-// Every problem is an error naming the field: missing required fields, wrong types, unknown
-// architectures, features the forward pass does not implement (hidden_act other than silu, mlp_bias,
-// rope_scaling types other than linear/llama3, ...).
+// Reads config.json as transformers 4.x or 5.x writes it. Every problem is an error naming the key:
+// missing required keys, wrong types, unknown architectures, and every key of hf_config_keys.hpp's
+// refused_keys whose value changes the arithmetic in a way the forward pass does not implement
+// (an unknown rope_type, partial_rotary_factor != 1, soft-capping, hidden_act other than silu, ...).
 std::expected<parsed_config, std::string> config_parse(std::string_view json);
 
-// Overlays generation_config.json onto `into` (eos/bos ids, temperature, top_p, top_k).
+// Overlays generation_config.json onto `into` (eos/bos ids and the sampling defaults it sets).
 std::expected<void, std::string> generation_config_parse(std::string_view json, generation_defaults& into);
 
 }  // namespace pagedserve::hf

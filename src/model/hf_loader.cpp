@@ -2,11 +2,14 @@
 // safetensors set supplies each tensor by its transformers name, checked against that shape.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "model/hf_config.hpp"
+#include "model/hf_gpt2.hpp"
+#include "model/hf_tensor_source.hpp"
 #include "model/load_phase.hpp"
 #include "pagedserve/hf_model.hpp"
 #include "pagedserve/safetensors.hpp"
@@ -22,65 +25,6 @@ std::expected<std::string, std::string> read_text(const std::filesystem::path& p
   return s.str();
 }
 
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-// Looks tensors up by name and turns them into weight views (or fp32 vectors), with errors that
-// name the tensor and the architecture that needs it.
-class tensor_source {
- public:
-  tensor_source(const safetensors_set& set, model& m) : set_(set), m_(m) {}
-
-  std::expected<weight, std::string> matrix(const std::string& name, int rows, int cols) {
-    auto t = find(name, {rows, cols});
-    if (!t) return std::unexpected(t.error());
-    const safetensors_tensor& st = **t;
-    const void* data = st.data;
-    // A tensor not aligned to its element size (legal in the format, rare in practice) is copied.
-    if (reinterpret_cast<std::uintptr_t>(data) % dtype_size(*st.type) != 0) {
-      std::byte* copy = m_.keep(std::vector<std::byte>(st.n_bytes));
-      std::memcpy(copy, st.data, st.n_bytes);
-      data = copy;
-    }
-    return weight{data, *st.type, rows, cols};
-  }
-
-  // A norm weight or bias, copied to fp32.
-  std::expected<const float*, std::string> vector(const std::string& name, int n) {
-    auto t = find(name, {n});
-    if (!t) return std::unexpected(t.error());
-    std::vector<float> v(n);
-    const std::byte* p = (*t)->data;
-    for (int i = 0; i < n; ++i) {
-      if (*(*t)->type == dtype::f32) {
-        std::memcpy(&v[i], p + 4 * i, 4);
-      } else {
-        std::uint16_t h;
-        std::memcpy(&h, p + 2 * i, 2);
-        v[i] = *(*t)->type == dtype::bf16 ? bf16_to_f32(h) : f16_to_f32(h);
-      }
-    }
-    return m_.keep(std::move(v));
-  }
-
- private:
-  std::expected<const safetensors_tensor*, std::string> find(const std::string& name,
-                                                             const std::vector<std::int64_t>& shape) const {
-    const safetensors_tensor* t = set_.find(name);
-    if (!t) return std::unexpected("missing tensor '" + name + "' (" + m_.config.architecture + " needs it)");
-    if (!t->type) return std::unexpected("tensor '" + name + "' has dtype " + t->dtype_name + "; expected F32, BF16 or F16");
-    if (t->shape != shape)
-      return std::unexpected("tensor '" + name + "' has shape " + shape_text(t->shape) + ", expected " + shape_text(shape));
-    return t;
-  }
-
-  const safetensors_set& set_;
-  model& m_;
-};
-
 // Unwraps an expected into `out`, or returns its error from the enclosing function.
 #define PS_TRY(out, expr)                                          \
   do {                                                             \
@@ -89,7 +33,7 @@ class tensor_source {
     out = *try_result_;                                            \
   } while (0)
 
-std::expected<void, std::string> load_layer(tensor_source& src, const hf::parsed_config& p, int l, layer_weights& w) {
+std::expected<void, std::string> load_layer(hf::tensor_source& src, const hf::parsed_config& p, int l, layer_weights& w) {
   const model_config& c = p.config;
   const std::string at = "model.layers." + std::to_string(l) + ".";
   const std::string attn = at + "self_attn.", mlp = at + "mlp.";
@@ -119,6 +63,16 @@ std::expected<void, std::string> load_layer(tensor_source& src, const hf::parsed
   const int eh = c.expert_hidden_dim;
   PS_TRY(w.router, src.matrix(mlp + "gate.weight", c.n_experts, dim));
   w.experts.resize(c.n_experts);
+  if (src.has(mlp + "experts.gate_up_proj")) {
+    // transformers 5's fused layout: gate_up_proj [experts, 2 * eh, dim] (gate rows, then up rows),
+    // down_proj [experts, dim, eh].
+    for (int e = 0; e < c.n_experts; ++e) {
+      PS_TRY(w.experts[e].gate, src.stacked_matrix(mlp + "experts.gate_up_proj", c.n_experts, 2 * eh, dim, e, 0, eh));
+      PS_TRY(w.experts[e].up, src.stacked_matrix(mlp + "experts.gate_up_proj", c.n_experts, 2 * eh, dim, e, eh, eh));
+      PS_TRY(w.experts[e].down, src.stacked_matrix(mlp + "experts.down_proj", c.n_experts, dim, eh, e, 0, dim));
+    }
+    return {};
+  }
   for (int e = 0; e < c.n_experts; ++e) {
     const std::string ex = mlp + "experts." + std::to_string(e) + ".";
     PS_TRY(w.experts[e].gate, src.matrix(ex + "gate_proj.weight", eh, dim));
@@ -130,7 +84,7 @@ std::expected<void, std::string> load_layer(tensor_source& src, const hf::parsed
 
 std::expected<void, std::string> load_tensors(const safetensors_set& set, const hf::parsed_config& p, model& m) {
   const model_config& c = p.config;
-  tensor_source src(set, m);
+  hf::tensor_source src(set, m);
   PS_TRY(m.token_embedding, src.matrix("model.embed_tokens.weight", c.vocab_size, c.dim));
   m.layers.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; ++l)
@@ -140,6 +94,13 @@ std::expected<void, std::string> load_tensors(const safetensors_set& set, const 
     m.classifier = m.token_embedding;  // any lm_head.weight in the file is the same tensor, saved twice
   else
     PS_TRY(m.classifier, src.matrix("lm_head.weight", c.vocab_size, c.dim));
+  // Every other tensor must have been read: one left over means config and weights describe different
+  // models (biases attention_bias does not enable, a layer too many, ...). Skipped: a tied lm_head
+  // copy and the rotary buffer old checkpoints saved.
+  for (const std::string& name : src.unused())
+    if (name != "lm_head.weight" && !name.ends_with(".self_attn.rotary_emb.inv_freq"))
+      return std::unexpected("tensor '" + name + "' is in the checkpoint but not part of " + c.architecture +
+                             " as config.json describes it (refusing to guess)");
   return {};
 }
 
@@ -179,7 +140,10 @@ std::expected<std::shared_ptr<const model>, std::string> hf_model_load(const std
   m->config = parsed->config;
   m->generation = parsed->generation;
   for (const auto& f : set->files()) m->storage.push_back(f.mapping());
-  if (auto r = load_tensors(*set, *parsed, *m); !r) return fail(r.error());
+  if (auto r = parsed->arch == hf::family::gpt2 ? hf::gpt2_load_tensors(*set, parsed->config, *m)
+                                                 : load_tensors(*set, *parsed, *m);
+      !r)
+    return fail(r.error());
   model_convert_weights(*m, options.weights, options.progress);
   m->rope_inv_freq = rope_inv_freq_compute(m->config);
   if (auto r = model_check(*m); !r) return fail(r.error());

@@ -14,6 +14,7 @@
 namespace pagedserve {
 
 std::vector<float> rope_inv_freq_compute(const model_config& c) {
+  if (c.positions == position_kind::learned) return {};
   const int hs = c.head_size();
   std::vector<float> inv(hs / 2);
   for (int i = 0; i < hs / 2; ++i) inv[i] = 1.0f / std::pow(c.rope_theta, static_cast<float>(2 * i) / static_cast<float>(hs));
@@ -87,9 +88,24 @@ std::expected<void, std::string> check_config(const model_config& c) {
   if (c.dim <= 0 || c.n_layers <= 0 || c.n_heads <= 0 || c.n_kv_heads <= 0 || c.vocab_size <= 0 || c.seq_len <= 0)
     return bad("dim, n_layers, n_heads, n_kv_heads, vocab_size and seq_len must be positive");
   if (c.n_heads % c.n_kv_heads != 0) return bad("n_kv_heads does not divide n_heads");
-  if (c.head_size() <= 0 || c.head_size() % 2 != 0) return bad("head size must be positive and even (RoPE pairs)");
+  if (c.head_size() <= 0 || (c.positions == position_kind::rope && c.head_size() % 2 != 0))
+    return bad("head size must be positive and even (RoPE pairs)");
   if (c.n_experts > 0 && (c.n_experts_used <= 0 || c.n_experts_used > c.n_experts || c.expert_hidden_dim <= 0))
     return bad("MoE needs 0 < experts per token <= experts and a positive expert width");
+  if (c.n_experts > 0 && c.ffn != ffn_kind::swiglu) return bad("MoE experts are SwiGLU only");
+  return {};
+}
+
+// GPT-2's extra vectors: LayerNorm biases, and the plain MLP's biases (its up projection has no gate).
+std::expected<void, std::string> check_gpt2_parts(const model_config& c, const layer_weights& l, const std::string& at) {
+  if (c.norm == norm_kind::layer)
+    for (auto r : {check_vector(l.att_norm_bias, at + "attention norm bias"), check_vector(l.ffn_norm_bias, at + "ffn norm bias")})
+      if (!r) return r;
+  if (c.ffn != ffn_kind::gelu_tanh) return {};
+  if (!l.w_gate.empty()) return std::unexpected(at + "has a gate projection, but its GELU MLP has none");
+  for (auto r : {check_matrix(l.w_up, c.hidden_dim, c.dim, at + "w_up"), check_matrix(l.w_down, c.dim, c.hidden_dim, at + "w_down"),
+                 check_vector(l.b_up, at + "up bias"), check_vector(l.b_down, at + "down bias")})
+    if (!r) return r;
   return {};
 }
 
@@ -100,6 +116,8 @@ std::expected<void, std::string> check_layer(const model_config& c, const layer_
                  check_matrix(l.wo, dim, qd, at + "wo"), check_vector(l.rms_ffn, at + "ffn norm")})
     if (!r) return r;
   if ((l.q_norm == nullptr) != (l.k_norm == nullptr)) return std::unexpected(at + "has only one of q_norm and k_norm");
+  if (auto r = check_gpt2_parts(c, l, at); !r) return r;
+  if (c.ffn == ffn_kind::gelu_tanh) return {};  // its MLP is checked above; check_config refused experts
   if (!l.is_moe()) {
     if (!l.router.empty()) return std::unexpected(at + "has a router but no experts");
     for (auto r : {check_matrix(l.w_gate, c.hidden_dim, dim, at + "w_gate"),
@@ -130,9 +148,14 @@ std::expected<void, std::string> model_check(const model& m) {
   if (auto r = check_matrix(m.token_embedding, c.vocab_size, c.dim, "token embedding"); !r) return r;
   if (auto r = check_matrix(m.classifier, c.vocab_size, c.dim, "classifier"); !r) return r;
   if (auto r = check_vector(m.rms_final, "final norm"); !r) return r;
-  if (static_cast<int>(m.rope_inv_freq.size()) != c.head_size() / 2)
+  if (c.norm == norm_kind::layer)
+    if (auto r = check_vector(m.final_norm_bias, "final norm bias"); !r) return r;
+  const bool rope = c.positions == position_kind::rope;
+  if (!rope)
+    if (auto r = check_matrix(m.position_embedding, c.seq_len, c.dim, "position embedding"); !r) return r;
+  if (static_cast<int>(m.rope_inv_freq.size()) != (rope ? c.head_size() / 2 : 0))
     return std::unexpected("rope_inv_freq has " + std::to_string(m.rope_inv_freq.size()) + " entries, expected " +
-                           std::to_string(c.head_size() / 2));
+                           std::to_string(rope ? c.head_size() / 2 : 0));
   if (static_cast<int>(m.layers.size()) != c.n_layers)
     return std::unexpected("model has " + std::to_string(m.layers.size()) + " layers, config says " +
                            std::to_string(c.n_layers));

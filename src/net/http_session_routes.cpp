@@ -314,6 +314,7 @@ void http_session::serve_detokenize(const request& req) {
 void http_session::serve_generation(openai::endpoint kind, const request& req) {
   openai::parse_limits limits;
   limits.vocab_size = engine_->vocabulary().vocab_size();
+  limits.defaults = engine_->request_defaults();
   auto parsed = kind == openai::endpoint::completions ? openai::parse_completion_request(req.body(), limits)
                                                       : openai::parse_chat_request(req.body(), limits);
   if (!parsed) return respond_error(parsed.error());

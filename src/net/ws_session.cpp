@@ -120,7 +120,7 @@ void ws_session::on_read(beast::error_code ec, std::size_t bytes) {
 }
 
 void ws_session::handle_text(std::string_view text) {
-  client_frame frame = parse_client_frame(text);
+  client_frame frame = parse_client_frame(text, engine_.request_defaults());
   if (auto* err = std::get_if<protocol_error>(&frame)) {
     enqueue_error(err->id, err->code, err->message);
     return;

@@ -9,6 +9,8 @@ namespace pagedserve {
 
 bool scheduler_policy::add(sequence s) {
   if (static_cast<int>(waiting_.size()) >= limits_.max_waiting) return false;
+  // Nothing to prefill would plan a zero-token chunk, which ends admission for every other sequence.
+  ps_check(!s.tokens.empty(), "scheduler: a sequence needs at least one token");
   waiting_.push_back(std::move(s));
   return true;
 }

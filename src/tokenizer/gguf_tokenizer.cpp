@@ -194,7 +194,8 @@ result<std::unique_ptr<tokenizer>> build(const gguf_file& f) {
       pre_json = llama3_pre;
       o.ignore_merges = true;  // as Llama 3's tokenizer.json (and llama.cpp for this pre-tokenizer)
     } else {
-      if (pre != "default" && pre != "gpt2")
+      // llama.cpp's converter names GPT-2's own pre-tokenizer "gpt-2"; "default" and "gpt2" are older spellings.
+      if (pre != "default" && pre != "gpt2" && pre != "gpt-2")
         spdlog::warn("{}: tokenizer.ggml.pre '{}' is not known here; using GPT-2's pre-tokenizer", f.name(), pre);
       pre_json = gpt2_pre;
     }

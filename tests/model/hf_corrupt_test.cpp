@@ -116,10 +116,10 @@ TEST_F(hf_corrupt, config_problems_name_the_field) {
   expect_error({"config.json", "missing field 'hidden_size'"});
   edit_config("\"num_attention_heads\": 4", "\"num_attention_heads\": \"four\"");
   expect_error({"num_attention_heads", "not an integer"});
-  edit_config("Qwen3ForCausalLM", "GPT2LMHeadModel");
-  expect_error({"architecture 'GPT2LMHeadModel' is not supported"});
+  edit_config("Qwen3ForCausalLM", "GemmaForCausalLM");
+  expect_error({"architecture 'GemmaForCausalLM' is not supported"});
   edit_config("\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"");
-  expect_error({"hidden_act 'gelu'"});
+  expect_error({"'hidden_act' = \"gelu\" is not supported"});
   edit_config("\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"longrope\", \"factor\": 4.0}");
   expect_error({"rope_scaling", "longrope"});
   edit_config("\"num_key_value_heads\": 2", "\"num_key_value_heads\": 3");

@@ -37,13 +37,17 @@ struct arch_spec {
   bool norm_topk = false;
   std::vector<int> mlp_only_layers;
   // Sliding-window attention: Mistral's sliding_window, or Qwen's with use_sliding_window from
-  // layer max_window_layers on. 0 = none.
+  // layer max_window_layers on. 0 = none. sliding_layers, when set, marks the sliding layers
+  // instead (transformers 5's layer_types; such a spec has no 4.x config).
   int sliding_window = 0, max_window_layers = 0;
+  std::vector<int> sliding_layers;
 
-  int window(int layer) const {
+  bool slides(int layer) const {
+    if (!sliding_layers.empty()) return sliding_layers[layer] != 0;
     const bool qwen = architecture.rfind("Qwen", 0) == 0;
-    return !qwen || layer >= max_window_layers ? sliding_window : 0;
+    return !qwen || layer >= max_window_layers;
   }
+  int window(int layer) const { return slides(layer) ? sliding_window : 0; }
 
   int hd() const { return head_dim > 0 ? head_dim : dim / heads; }
   bool moe_layer(int l) const {
@@ -69,7 +73,15 @@ struct test_tensor {
 
 using tensor_map = std::map<std::string, test_tensor>;
 
-inline std::string spec_config_json(const arch_spec& s) {
+// config.json as transformers writes it: 4.x (top-level rope_theta / rope_scaling, torch_dtype,
+// num_experts) or 5.x (rope_parameters holding rope_theta and the scaling, dtype, num_local_experts,
+// layer_types).
+enum class config_style { v4, v5 };
+
+inline std::string spec_config_json(const arch_spec& s, config_style style = config_style::v4) {
+  const bool v5 = style == config_style::v5;
+  const bool qwen = s.architecture.rfind("Qwen", 0) == 0, mistral = s.architecture == "MistralForCausalLM";
+  auto num = [](double v) { return std::to_string(v); };
   std::string j = "{\"architectures\": [\"" + s.architecture + "\"], \"hidden_size\": " + std::to_string(s.dim) +
                   ", \"intermediate_size\": " + std::to_string(s.hidden) +
                   ", \"num_hidden_layers\": " + std::to_string(s.layers) +
@@ -77,35 +89,49 @@ inline std::string spec_config_json(const arch_spec& s) {
                   ", \"num_key_value_heads\": " + std::to_string(s.kv_heads) +
                   ", \"vocab_size\": " + std::to_string(s.vocab) +
                   ", \"max_position_embeddings\": " + std::to_string(s.max_pos) +
-                  ", \"rms_norm_eps\": " + std::to_string(s.eps) + ", \"rope_theta\": " + std::to_string(s.theta) +
+                  ", \"rms_norm_eps\": " + num(s.eps) +
                   ", \"tie_word_embeddings\": " + (s.tied ? "true" : "false") + ", \"hidden_act\": \"silu\"" +
-                  ", \"attention_bias\": " + (s.attention_bias ? "true" : "false") +
-                  ", \"bos_token_id\": 1, \"eos_token_id\": [2, 3], \"torch_dtype\": \"bfloat16\"";
+                  ", \"bos_token_id\": 1, \"eos_token_id\": [2, 3], \"initializer_range\": 0.02, \"use_cache\": true" +
+                  ", \"attention_dropout\": 0.0, \"transformers_version\": \"" + (v5 ? "5.0.0" : "4.51.3") + "\"" +
+                  (v5 ? ", \"dtype\": \"bfloat16\"" : ", \"torch_dtype\": \"bfloat16\"");
+  if (s.attention_bias || (!mistral && s.architecture != "Qwen2ForCausalLM")) 
+    j += std::string(", \"attention_bias\": ") + (s.attention_bias ? "true" : "false");
   if (s.head_dim > 0) j += ", \"head_dim\": " + std::to_string(s.head_dim);
+  std::string scaling;  // the rope dict's scaling keys, without braces
   if (s.llama3_scaling)
-    j += ", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": " + std::to_string(s.factor) +
-         ", \"low_freq_factor\": " + std::to_string(s.low_freq_factor) +
-         ", \"high_freq_factor\": " + std::to_string(s.high_freq_factor) +
-         ", \"original_max_position_embeddings\": " + std::to_string(s.original_max_pos) + "}";
+    scaling = "\"rope_type\": \"llama3\", \"factor\": " + num(s.factor) + ", \"low_freq_factor\": " +
+              num(s.low_freq_factor) + ", \"high_freq_factor\": " + num(s.high_freq_factor) +
+              ", \"original_max_position_embeddings\": " + std::to_string(s.original_max_pos);
   else if (s.yarn_scaling)
-    j += ", \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": " + std::to_string(s.factor) +
-         ", \"original_max_position_embeddings\": " + std::to_string(s.original_max_pos) +
-         (s.yarn_attention_factor > 0 ? ", \"attention_factor\": " + std::to_string(s.yarn_attention_factor) : "") + "}";
+    scaling = "\"rope_type\": \"yarn\", \"factor\": " + num(s.factor) +
+              ", \"original_max_position_embeddings\": " + std::to_string(s.original_max_pos) +
+              (s.yarn_attention_factor > 0 ? ", \"attention_factor\": " + num(s.yarn_attention_factor) : "");
+  if (v5)
+    j += ", \"rope_parameters\": {\"rope_theta\": " + num(s.theta) + ", " +
+         (scaling.empty() ? "\"rope_type\": \"default\"" : scaling) + "}";
   else
-    j += ", \"rope_scaling\": null";
+    j += ", \"rope_theta\": " + num(s.theta) + ", \"rope_scaling\": " + (scaling.empty() ? "null" : "{" + scaling + "}");
   if (s.experts > 0) {
-    j += ", \"num_experts\": " + std::to_string(s.experts) + ", \"num_experts_per_tok\": " + std::to_string(s.top_k) +
+    j += std::string(v5 ? ", \"num_local_experts\": " : ", \"num_experts\": ") + std::to_string(s.experts) +
+         ", \"num_experts_per_tok\": " + std::to_string(s.top_k) +
          ", \"moe_intermediate_size\": " + std::to_string(s.moe_hidden) +
          ", \"norm_topk_prob\": " + (s.norm_topk ? "true" : "false") +
          ", \"decoder_sparse_step\": " + std::to_string(s.sparse_step) + ", \"mlp_only_layers\": [";
     for (std::size_t i = 0; i < s.mlp_only_layers.size(); ++i) j += (i ? "," : "") + std::to_string(s.mlp_only_layers[i]);
+    j += "], \"output_router_logits\": false, \"router_aux_loss_coef\": 0.001";
+  }
+  if (mistral)
+    j += ", \"sliding_window\": " + (s.sliding_window > 0 ? std::to_string(s.sliding_window) : std::string("null"));
+  else if (qwen)
+    j += std::string(", \"use_sliding_window\": ") + (s.sliding_window > 0 ? "true" : "false") +
+         ", \"sliding_window\": " + (s.sliding_window > 0 ? std::to_string(s.sliding_window) : std::string("null")) +
+         ", \"max_window_layers\": " + std::to_string(s.sliding_window > 0 ? s.max_window_layers : 28);
+  if (v5 && (qwen || (mistral && s.sliding_window > 0))) {  // transformers 5 writes each layer's attention type
+    j += ", \"layer_types\": [";
+    for (int l = 0; l < s.layers; ++l)
+      j += std::string(l ? ", " : "") + (s.window(l) > 0 ? "\"sliding_attention\"" : "\"full_attention\"");
     j += "]";
   }
-  if (s.architecture == "MistralForCausalLM")
-    j += ", \"sliding_window\": " + (s.sliding_window > 0 ? std::to_string(s.sliding_window) : std::string("null"));
-  else if (s.sliding_window > 0)
-    j += ", \"use_sliding_window\": true, \"sliding_window\": " + std::to_string(s.sliding_window) +
-         ", \"max_window_layers\": " + std::to_string(s.max_window_layers);
   return j + "}";
 }
 
@@ -169,12 +195,37 @@ inline tensor_map spec_random_tensors(const arch_spec& s, dtype type, std::uint3
   return m;
 }
 
+// The same experts in transformers 5's fused layout: per MoE layer, experts.gate_up_proj
+// [experts, 2 * moe_hidden, dim] (each expert's gate rows, then its up rows) and experts.down_proj
+// [experts, dim, moe_hidden], in place of the per-expert tensors.
+inline tensor_map fuse_expert_tensors(const arch_spec& s, tensor_map m) {
+  for (int l = 0; l < s.layers; ++l) {
+    if (!s.moe_layer(l)) continue;
+    const std::string at = "model.layers." + std::to_string(l) + ".mlp.experts.";
+    test_tensor gate_up{{s.experts, 2 * s.moe_hidden, s.dim}, {}}, down{{s.experts, s.dim, s.moe_hidden}, {}};
+    for (int e = 0; e < s.experts; ++e) {
+      const std::string ex = at + std::to_string(e) + ".";
+      for (const char* part : {"gate_proj.weight", "up_proj.weight"}) {
+        auto& v = m.at(ex + part).values;
+        gate_up.values.insert(gate_up.values.end(), v.begin(), v.end());
+        m.erase(ex + part);
+      }
+      auto& v = m.at(ex + "down_proj.weight").values;
+      down.values.insert(down.values.end(), v.begin(), v.end());
+      m.erase(ex + "down_proj.weight");
+    }
+    m[at + "gate_up_proj"] = std::move(gate_up);
+    m[at + "down_proj"] = std::move(down);
+  }
+  return m;
+}
+
 // Writes config.json and the tensors; `shards` > 1 splits them across files with an index.
 inline void write_spec_folder(const std::filesystem::path& dir, const arch_spec& s, const tensor_map& tensors,
-                              dtype type, int shards = 1) {
+                              dtype type, int shards = 1, config_style style = config_style::v4) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / "config.json") << spec_config_json(s);
+  std::ofstream(dir / "config.json") << spec_config_json(s, style);
   std::ofstream(dir / "generation_config.json") << "{\"eos_token_id\": [2, 7], \"temperature\": 0.6, \"top_k\": 20}";
   std::vector<std::vector<safetensors_entry>> files(shards);
   std::string index = "{\"metadata\": {}, \"weight_map\": {";

@@ -16,8 +16,7 @@ std::filesystem::path write_temp(const std::string& name, const std::string& tex
 }
 
 TEST(config, the_shipped_default_loads_and_validates) {
-  // tests/unit/config_test.cpp -> the repository's config/default.json
-  auto c = config_load(std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "config" / "default.json");
+  auto c = config_load(std::filesystem::path(PAGEDSERVE_SOURCE_DIR) / "config" / "default.json");
   ASSERT_TRUE(c.has_value()) << c.error().front();
   EXPECT_TRUE(config_validate(*c).empty());
   EXPECT_EQ(c->engine.block_size, 16);

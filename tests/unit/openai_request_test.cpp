@@ -81,6 +81,25 @@ TEST(openai_request, completion_defaults_and_prompt_shapes) {
   EXPECT_EQ(float_int->params.max_tokens, 5);
 }
 
+// The served model's generation_config.json defaults fill what a request leaves out, never what it sets.
+TEST(openai_request, model_defaults_fill_unset_fields) {
+  parse_limits with_defaults = limits;
+  with_defaults.defaults.temperature = 0.6f;
+  with_defaults.defaults.top_k = 20;
+  with_defaults.defaults.repetition_penalty = 1.05f;
+  auto chat = parse_chat_request(R"({"messages":[{"role":"user","content":"hi"}],"top_k":5})", with_defaults);
+  ASSERT_TRUE(chat.has_value());
+  EXPECT_FLOAT_EQ(chat->params.temperature, 0.6f);
+  EXPECT_EQ(chat->params.top_k, 5);
+  EXPECT_FLOAT_EQ(chat->params.repetition_penalty, 1.05f);
+  EXPECT_EQ(chat->params.max_tokens, 0);
+  auto completion = parse_completion_request(R"({"prompt":"hi","temperature":0})", with_defaults);
+  ASSERT_TRUE(completion.has_value());
+  EXPECT_FLOAT_EQ(completion->params.temperature, 0.0f);
+  EXPECT_EQ(completion->params.top_k, 20);
+  EXPECT_EQ(completion->params.max_tokens, 16);  // legacy completions keep OpenAI's default length
+}
+
 TEST(openai_request, completion_rejections_name_the_argument) {
   EXPECT_EQ(completion_error(R"({"prompt":"x",)").code, "invalid_json");
   EXPECT_EQ(completion_error(R"([1,2])").code, "invalid_json");

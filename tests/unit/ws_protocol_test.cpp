@@ -31,6 +31,18 @@ TEST(ws_protocol, generate_with_every_param) {
   EXPECT_TRUE(g->params.ignore_eos);
 }
 
+TEST(ws_protocol, generate_params_start_from_the_model_defaults) {
+  sampling_params defaults;
+  defaults.temperature = 0.7f;
+  defaults.top_p = 0.8f;
+  const auto frame = parse_client_frame(R"({"type":"generate","id":"a","prompt":"x","params":{"top_p":0.5}})", defaults);
+  const auto* g = std::get_if<generate_command>(&frame);
+  ASSERT_NE(g, nullptr);
+  EXPECT_FLOAT_EQ(g->params.temperature, 0.7f);
+  EXPECT_FLOAT_EQ(g->params.top_p, 0.5f);
+  EXPECT_EQ(g->params.max_tokens, 0);
+}
+
 TEST(ws_protocol, messages_and_cancel) {
   auto f = parse_client_frame(R"({"type":"generate","id":"m","messages":[{"role":"user","content":"hello"}]})");
   auto* g = std::get_if<generate_command>(&f);

@@ -1,0 +1,117 @@
+// Hostile requests over a real socket (issue 17): each gets a clear error or a bounded run, and a
+// well-behaved client beside it keeps being served. Its latency alone and beside the hostile input is
+// printed for the record; pass/fail rests on outcomes and deadlines (a stalled engine misses them by
+// far), never on timings.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <chrono>
+#include <future>
+#include <iostream>
+
+#include "e2e/e2e_check.hpp"
+#include "e2e/openai_http_client.hpp"
+#include "e2e/server_process.hpp"
+#include "e2e/stories_gguf.hpp"
+#include "e2e/stream_collector.hpp"
+
+namespace pagedserve::e2e {
+namespace {
+
+using namespace std::chrono_literals;
+
+// One greedy 32-token request over its own WebSocket: its wall time in ms, or -1 if it did not end
+// with exactly one done frame within the deadline.
+double well_behaved_ms(unsigned short port) {
+  ws_client client;
+  if (!client.connect(port)) return -1;
+  const auto start = std::chrono::steady_clock::now();
+  if (!client.send_text(generate_frame("good", "Once upon a time", 32))) return -1;
+  stream_collector frames;
+  if (!read_until(client, frames, [&] { return frames.done("good"); }, 20s)) return -1;
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  client.close();
+  return frames["good"].dones.size() == 1 && frames["good"].dones.front().completion_tokens == 32 ? ms : -1;
+}
+
+// The well-behaved client's latency while `hostile` runs (started first, on its own thread).
+template <class F>
+double latency_beside(unsigned short port, const char* what, F hostile) {
+  const double alone = well_behaved_ms(port);
+  auto h = std::async(std::launch::async, hostile);
+  std::this_thread::sleep_for(50ms);  // let the hostile request reach the engine
+  const double beside = well_behaved_ms(port);
+  h.get();
+  std::cout << what << ": well-behaved request " << alone << " ms alone, " << beside << " ms beside it\n";
+  EXPECT_GT(alone, 0) << "the well-behaved request failed alone";
+  EXPECT_GT(beside, 0) << "the well-behaved request failed beside " << what;
+  return beside;
+}
+
+std::string error_code(const std::string& body) {
+  simdjson::dom::parser p;
+  std::string_view code;
+  if (p.parse(body)["error"]["code"].get(code) != simdjson::SUCCESS) return "<no error code in " + body + ">";
+  return std::string(code);
+}
+
+// max_tokens near INT_MAX overflowed the context check, and a pool smaller than the model's context
+// let a sequence outgrow the pool: it preempted itself forever while every other request hung.
+TEST(hostile_input, huge_max_tokens_with_a_pool_smaller_than_the_context) {
+  E2E_REQUIRE_MODEL();
+  server_process server({"--kv-blocks", "16"});  // 256 tokens of KV; stories260K's context is 512
+  ASSERT_TRUE(server.ready()) << server.error();
+  latency_beside(server.port(), "max_tokens 2147483647", [&] {
+    auto r = http_exchange(server.port(), http_post_bytes("/v1/completions",
+                                                         R"({"prompt":"hi","max_tokens":2147483647,"ignore_eos":true,"stream":true})"));
+    ASSERT_TRUE(r) << r.error();
+    EXPECT_EQ(r->status, 400) << r->body;
+    EXPECT_EQ(error_code(r->body), "invalid_max_tokens");
+  });
+  // Without max_tokens, ignore_eos runs to the end of what the pool can hold, then stops: "length".
+  latency_beside(server.port(), "ignore_eos to the end of a 256-token pool", [&] {
+    auto r = http_exchange(server.port(),
+                          http_post_bytes("/v1/chat/completions",
+                                          R"({"messages":[{"role":"user","content":"hi"}],"ignore_eos":true})"),
+                          60s);
+    ASSERT_TRUE(r) << r.error();
+    ASSERT_EQ(r->status, 200) << r->body;
+    simdjson::dom::parser p;
+    auto doc = p.parse(r->body);
+    std::int64_t prompt = 0, completion = 0;
+    std::string_view reason;
+    ASSERT_EQ(doc["usage"]["prompt_tokens"].get(prompt), simdjson::SUCCESS) << r->body;
+    ASSERT_EQ(doc["usage"]["completion_tokens"].get(completion), simdjson::SUCCESS);
+    ASSERT_EQ(doc["choices"].at(0)["finish_reason"].get(reason), simdjson::SUCCESS);
+    EXPECT_EQ(prompt + completion, 256) << "ends when the sequence fills the pool";
+    EXPECT_EQ(reason, "length");
+  });
+}
+
+// With a tokenizer that adds no BOS an empty prompt is no tokens: refused, on both APIs, and the
+// server goes on serving.
+TEST(hostile_input, empty_prompt_without_bos_is_refused) {
+  E2E_REQUIRE_MODEL();
+  const auto gguf = write_stories_gguf(/*add_bos=*/false);
+  server_process server({"--model", gguf.string(), "--tokenizer", ""});
+  ASSERT_TRUE(server.ready()) << server.error();
+  latency_beside(server.port(), "empty prompts", [&] {
+    for (int i = 0; i < 20; ++i) {
+      auto r = http_exchange(server.port(), http_post_bytes("/v1/completions", R"({"prompt":"","max_tokens":4})"));
+      ASSERT_TRUE(r) << r.error();
+      EXPECT_EQ(r->status, 400) << r->body;
+      EXPECT_NE(r->body.find("empty"), std::string::npos) << r->body;
+    }
+    ws_client c;
+    ASSERT_TRUE(c.connect(server.port()));
+    ASSERT_TRUE(c.send_text(R"({"type":"generate","id":"e","prompt":"","params":{"max_tokens":4}})"));
+    stream_collector frames;
+    ASSERT_TRUE(read_until(c, frames, [&] { return !frames["e"].errors.empty(); }, 10s));
+    ASSERT_EQ(frames["e"].errors.size(), 1u);
+    EXPECT_EQ(frames["e"].errors.front().code, "invalid_request");
+  });
+  std::filesystem::remove(gguf);
+}
+
+}  // namespace
+}  // namespace pagedserve::e2e
