@@ -20,6 +20,13 @@ std::vector<token_id> stop_ids_for(const model& m, const tokenizer& tok, const c
   return ids;
 }
 
+// The most text one token stands for: its decoded bytes, the longest over the vocabulary.
+std::size_t longest_token_bytes(const tokenizer& tok) {
+  std::size_t longest = 1;
+  for (token_id id = 0; id < tok.vocab_size(); ++id) longest = std::max(longest, tok.decode_piece(-1, id).size());
+  return longest;
+}
+
 // What a request that sets no sampling field gets: the model's generation_config.json under
 // engine.generation_config "auto" (vLLM's default), else sampling_params' own defaults.
 sampling_params request_defaults_for(const model& m, const engine_config& config) {
@@ -68,12 +75,16 @@ engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const mod
       executor_(model_, executor_options{config.kv_blocks, config.block_size, config.max_num_batched_tokens,
                                          config.threads, kernels::kernel_table_select(config.kernels),
                                          kv_cache_type(config.kv_cache_dtype)}) {
+  max_prompt_bytes_ = 4 * longest_token_bytes(*tokenizer_) * static_cast<std::size_t>(max_sequence_tokens());
   kv_.connect(scheduler_);
   scheduler_.connect(kv_, executor_, &metrics_);
   executor_.connect(scheduler_);
 }
 
-engine::~engine() { engine_thread_.stop(); }
+engine::~engine() {
+  prompt_thread_.stop();
+  engine_thread_.stop();
+}
 
 int engine::default_max_tokens(int n_prompt) const {
   const int left = max_sequence_tokens() - n_prompt;

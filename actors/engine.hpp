@@ -48,10 +48,16 @@ class engine {
   request_id next_request_id() { return request_id{next_id_.fetch_add(1) + 1}; }
   // Tokens one sequence may hold: the model's context, and never more than the whole KV pool.
   int max_sequence_tokens() const;
+  // Prompt text longer than this cannot fit max_sequence_tokens() whatever it says: refused before it
+  // is tokenized (the longest token's text, times 4 for normalizers that shrink text, per position).
+  std::size_t max_prompt_bytes() const { return max_prompt_bytes_; }
   // Ids that end generation: the model's EOS ids (llama2.c checkpoints list BOS too, as run.c stops
   // on it), the tokenizer's EOS and the chat template's end-of-turn token.
   const std::vector<token_id>& stop_token_ids() const { return stop_ids_; }
   const chat_setup* chat() const { return chat_.get(); }
+  // Where request actors render chat templates and tokenize prompts: a thread of its own, so a long
+  // prompt never holds a network thread (and the sockets it serves) while it is encoded.
+  boost::asio::any_io_executor prompt_executor() { return prompt_thread_.executor(); }
   // The sampling parameters a request starts from before its own fields are read
   // (engine_config::generation_config). max_tokens 0: the rest of the context.
   const sampling_params& request_defaults() const { return request_defaults_; }
@@ -71,12 +77,14 @@ class engine {
   std::vector<token_id> stop_ids_;
   std::shared_ptr<const chat_setup> chat_;
   sampling_params request_defaults_;
+  std::size_t max_prompt_bytes_ = 0;
   serving_metrics metrics_;
   actor_thread engine_thread_;  // declared before the actors: it outlives their strands
   kv_allocator_actor kv_;
   scheduler_actor scheduler_;
   executor_actor executor_;
   std::atomic<std::uint64_t> next_id_{0};
+  actor_thread prompt_thread_;
 };
 
 }  // namespace pagedserve

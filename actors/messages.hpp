@@ -45,12 +45,15 @@ struct request_failed {  // ended with an error after admission (finish_request/
   usage used;
 };
 // From the client's connection:
-struct start_generation {};  // tokenize, validate against the context, submit
+struct start_generation {};  // render and tokenize the prompt (on the engine's prompt thread), then prompt_prepared
+struct prompt_prepared {     // the prompt's token ids, or why there are none: validate against the context, submit
+  std::expected<std::vector<token_id>, std::string> tokens;
+};
 struct cancel_generation {   // the client sent cancel or went away; with an error: the server ends it
   std::optional<request_error> error;
 };
 using request_mailbox = std::variant<tokens_generated, request_finished, request_rejected, request_failed,
-                                     start_generation, cancel_generation>;
+                                     start_generation, prompt_prepared, cancel_generation>;
 
 // ---- SchedulerActor mailbox ----
 struct submit_request {  // from a RequestActor

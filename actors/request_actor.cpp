@@ -42,9 +42,26 @@ std::expected<std::vector<token_id>, std::string> request_actor::render_prompt()
 }
 
 void request_actor::on(start_generation) {
-  auto rendered = render_prompt();
-  if (!rendered) return fail("invalid_request", rendered.error());
-  std::vector<token_id> prompt = std::move(*rendered);
+  // A prompt whose text alone is too long for the context is refused before anyone tokenizes it.
+  std::size_t bytes = command_.prompt ? command_.prompt->size() : 0;
+  for (const chat_message& m : command_.messages) bytes += m.content.size();
+  if (bytes > engine_.max_prompt_bytes())
+    return fail("context_length_exceeded", "the prompt's " + std::to_string(bytes) + " bytes of text cannot fit the " +
+                                               std::to_string(engine_.max_sequence_tokens()) + "-token context");
+  // command_ is not changed until prompt_prepared arrives, so the prompt thread may read it meanwhile.
+  boost::asio::post(engine_.prompt_executor(), [self = shared_from_this()] {
+    const auto& group = self->command_.group;
+    if (!group || !group->prompt) return self->tell(prompt_prepared{self->render_prompt()});
+    shared_prompt& shared = *group->prompt;  // n samples of one prompt: rendered and tokenized once
+    std::call_once(shared.once, [&] { shared.tokens = self->render_prompt(); });
+    self->tell(prompt_prepared{shared.tokens});
+  });
+}
+
+void request_actor::on(prompt_prepared m) {
+  if (ended_) return;  // cancelled while the prompt was prepared
+  if (!m.tokens) return fail("invalid_request", m.tokens.error());
+  std::vector<token_id> prompt = std::move(*m.tokens);
   const int n_prompt = static_cast<int>(prompt.size());
   if (command_.prompt_ids) {
     const int n_vocab = engine_.vocabulary().vocab_size();
@@ -83,9 +100,9 @@ void request_actor::on(start_generation) {
 
 void request_actor::on(cancel_generation m) {
   if (ended_) return;
-  if (!submitted_) {
+  if (!submitted_) {  // its prompt is still being prepared: nothing reached the scheduler
     if (m.error) return fail(m.error->code, m.error->message);
-    return fail("cancelled", "cancelled before it started");
+    return finish(finish_reason::cancelled, {});
   }
   engine_.scheduler().tell(finish_request{id_, finish_reason::cancelled, std::move(m.error)});
 }
@@ -158,6 +175,10 @@ void request_actor::on(request_finished m) {
     std::string tail = held_ + detokenizer_->flush();
     if (!tail.empty()) link_->send_tokens(command_.id, {std::move(tail), {}, {}});
   }
+  finish(stop_matched_ ? finish_reason::stop : m.reason, m.used);
+}
+
+void request_actor::finish(finish_reason reason, usage used) {
   const auto now = clock::now();
   auto ms = [](clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
   request_timings t;
@@ -167,14 +188,13 @@ void request_actor::on(request_finished m) {
     const double decode_s = ms(now - first_token_at_) / 1000.0;
     t.tokens_per_second = n_generated_ > 1 && decode_s > 0 ? (n_generated_ - 1) / decode_s : 0.0;
   }
-  const finish_reason reason = stop_matched_ ? finish_reason::stop : m.reason;
   ended_ = true;
   timer_.cancel();
-  engine_.metrics().on_finished(reason, m.used, now - accepted_at_,
+  engine_.metrics().on_finished(reason, used, now - accepted_at_,
                                 n_generated_ > 0 ? std::optional(serving_metrics::seconds(now - first_token_at_))
                                                  : std::nullopt);
-  log_->debug("[{}] done: {}, {} tokens", id_.value, finish_reason_name(reason), m.used.completion_tokens);
-  link_->send_final(command_.id, {reason, m.used, t, {}, {}});
+  log_->debug("[{}] done: {}, {} tokens", id_.value, finish_reason_name(reason), used.completion_tokens);
+  link_->send_final(command_.id, {reason, used, t, {}, {}});
 }
 
 void request_actor::on(request_rejected m) {

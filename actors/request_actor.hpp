@@ -3,8 +3,9 @@
 // within the context), tokenizes, submits it to the scheduler, then turns the sampled ids into text
 // (UTF-8 safe, stop strings) and events for its client_link. Ends with exactly one final event.
 //
-// Mailbox: start_generation, cancel_generation (the connection); tokens_generated, request_finished,
-//          request_rejected, request_failed (the scheduler).
+// Mailbox: start_generation, cancel_generation (the connection); prompt_prepared (itself, from the
+//          engine's prompt thread); tokens_generated, request_finished, request_rejected, request_failed
+//          (the scheduler).
 // With a timeout, a request still running that long after start_generation is ended with error
 // request_timeout (its own timer on its strand; the scheduler ends it at the next step boundary).
 // Sends: submit_request / finish_request to the scheduler; token and final events to its client_link.
@@ -31,6 +32,7 @@ class request_actor : public actor<request_actor, request_mailbox>,
                 generate_command command, std::chrono::seconds timeout = std::chrono::seconds(0));
 
   void on(start_generation);
+  void on(prompt_prepared m);
   void on(cancel_generation);
   void on(tokens_generated m);
   void on(request_finished m);
@@ -40,6 +42,8 @@ class request_actor : public actor<request_actor, request_mailbox>,
  private:
   // The prompt's token ids: given, tokenized, or the chat template's rendering of the messages.
   std::expected<std::vector<token_id>, std::string> render_prompt() const;
+  // The one final event: done with `reason`, or an error.
+  void finish(finish_reason reason, usage used);
   void fail(std::string_view code, std::string_view message, usage used = {});
   void arm_timeout();
   // Applies stop strings to new text; returns what may be sent now.

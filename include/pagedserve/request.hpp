@@ -1,7 +1,14 @@
 #pragma once
 // What every layer agrees a request is: how it ends and what it used.
 #include <cstdint>
+#include <expected>
+#include <memory>
+#include <mutex>
+#include <string>
 #include <string_view>
+#include <vector>
+
+#include "pagedserve/ids.hpp"
 
 namespace pagedserve {
 
@@ -22,11 +29,19 @@ struct usage {
   int completion_tokens = 0;
 };
 
+// A prompt's token ids (or why it has none), rendered and tokenized once for all the samples of a
+// sample_group, whichever of them gets there first.
+struct shared_prompt {
+  std::once_flag once;
+  std::expected<std::vector<token_id>, std::string> tokens;
+};
+
 // Samples of one prompt in a request with n > 1. The first to reach the scheduler computes the prompt;
 // the others share its KV blocks once it has (copy on write from the first block they write).
 struct sample_group {
   std::uint64_t key = 0;  // the same for every sample of the prompt, unique to it
   int size = 1;
+  std::shared_ptr<shared_prompt> prompt;  // null: each sample tokenizes on its own
 };
 
 }  // namespace pagedserve

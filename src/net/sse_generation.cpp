@@ -27,7 +27,7 @@ void sse_generation::start() {
   auto self = shared_from_this();
   for (std::size_t p = 0; p < n_prompts; ++p) {
     // The prompt's samples share its KV blocks: a key unique to it, from the engine's id counter.
-    const sample_group group{engine_.next_request_id().value, static_cast<int>(n)};
+    const sample_group group{engine_.next_request_id().value, static_cast<int>(n), std::make_shared<shared_prompt>()};
     for (std::size_t i = 0; i < n; ++i) {
       const std::size_t index = p * n + i;
       generate_command command;

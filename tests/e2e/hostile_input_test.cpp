@@ -113,5 +113,29 @@ TEST(hostile_input, empty_prompt_without_bos_is_refused) {
   std::filesystem::remove(gguf);
 }
 
+
+// A prompt near the body limit, asked for 16 times (n): its text alone cannot fit the context, so it
+// is refused before anyone tokenizes it (tokenizing it took ~0.9 s of the prompt thread, delaying the
+// well-behaved client's own prompt by as much). Prompts that may fit are tokenized once per prompt, on
+// the engine's prompt thread (actors/prompt_preparation_test).
+TEST(hostile_input, a_huge_prompt_times_n_is_refused_before_tokenizing) {
+  E2E_REQUIRE_MODEL();
+  server_process server({"--max-body-bytes", "2000000"});
+  ASSERT_TRUE(server.ready()) << server.error();
+  std::string words;
+  while (words.size() < 1'500'000) words += "the little dog ran to the park and ";
+  latency_beside(server.port(), "a 1.5 MB prompt with n 16", [&] {
+    const auto start = std::chrono::steady_clock::now();
+    auto r = http_exchange(server.port(),
+                           http_post_bytes("/v1/completions", R"({"prompt":")" + words + R"(","n":16,"max_tokens":4})"),
+                           60s);
+    ASSERT_TRUE(r) << r.error();
+    EXPECT_EQ(r->status, 400) << r->body.substr(0, 300);
+    EXPECT_EQ(error_code(r->body), "context_length_exceeded");
+    std::cout << "the huge prompt was refused after "
+              << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() << " ms\n";
+  });
+}
+
 }  // namespace
 }  // namespace pagedserve::e2e
