@@ -1,6 +1,7 @@
 #pragma once
 // How a request actor reaches its client's connection, whatever the transport: the WebSocket session
 // and the HTTP/SSE session each implement it and encode these events in their own wire format.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,9 @@ class client_link {
   virtual void send_tokens(const std::string& client_id, token_event event) = 0;
   // Exactly once per request, after its last send_tokens. The link then forgets client_id.
   virtual void send_final(const std::string& client_id, final_event event) = 0;
+  // Who is asking, for fair admission and per-client quotas: the connection's remote address as a key
+  // (all connections of one client share it); by default this link alone.
+  virtual std::uint64_t client_key() const { return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(this)); }
 };
 
 }  // namespace pagedserve

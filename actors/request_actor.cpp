@@ -91,9 +91,7 @@ void request_actor::on(prompt_prepared m) {
   submitted_ = true;
   arm_timeout();
   const std::uint64_t salt = p.cache_salt.empty() ? 0 : std::hash<std::string>{}(p.cache_salt);
-  // The connection's link names the client for fair admission: its address is unique while the
-  // connection lives, and is only compared.
-  const auto client = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(link_.get()));
+  const std::uint64_t client = link_->client_key();  // fair admission and quotas count by it
   engine_.scheduler().tell(submit_request{id_, command_.group, salt, std::move(prompt), std::make_shared<const sampling_params>(p),
                                           engine_.stop_token_ids(), shared_from_this(), accepted_at_, client});
 }

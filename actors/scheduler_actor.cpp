@@ -27,6 +27,12 @@ void scheduler_actor::on(submit_request m) {
     if (!first) s.fork_of = g->second.first;
     if (--g->second.to_come == 0) groups_.erase(g);
   }
+  if (policy_.n_waiting_of(s.client) >= policy_.limits().max_waiting_per_client) {
+    m.reply_to->tell(request_rejected{m.id, "too_many_requests",
+                                      "this client already has " + std::to_string(policy_.limits().max_waiting_per_client) +
+                                          " requests waiting; retry when some have started"});
+    return;
+  }
   if (!policy_.add(std::move(s))) {
     m.reply_to->tell(request_rejected{m.id, "queue_full", "the server's waiting queue is full; retry later"});
     return;

@@ -23,22 +23,25 @@ bool parse_number(const std::string& s, T& out) {
 
 std::string cli_usage() {
   return R"(usage:
-  pagedserve serve    [--config FILE] [--model M.bin] [--tokenizer T.bin] [--host H] [--port P]
+  pagedserve serve    [--config FILE] [--model M.bin|DIR|org/name[:TAG]] [--revision REV] [--tokenizer T.bin] [--host H] [--port P]
                       [--kv-blocks N] [--block-size N] [--max-num-seqs N] [--max-num-batched-tokens N]
                       [--max-decode-slowdown X] [--prefix-caching on|off] [--kv-cache-dtype f32|f16]
                       [--threads N] [--kernels auto|scalar|avx2|avx2_vnni|avx512|avx512_vnni|avx512_bf16] [--quantize none|bf16|int8]
                       [--generation-config auto|vllm] [--log-level L]
                       [--max-waiting N] [--max-body-bytes N] [--api-key KEY] [--cors-allow-origin O]
-                      [--served-model-name NAME] [--max-connections N] [--max-requests-per-socket N]
+                      [--served-model-name NAME] [--max-connections N] [--max-connections-per-client N]
+                      [--max-waiting-per-client N] [--max-requests-per-socket N]
                       [--max-outbound-bytes N] [--max-header-bytes N] [--idle-timeout S]
                       [--request-timeout S] [--shutdown-grace S] [--web-root DIR] [--replica-name NAME]
-  pagedserve generate [--config FILE] --model M.bin [--tokenizer T.bin] --prompt TEXT [--max-tokens N]
+  pagedserve generate [--config FILE] --model M.bin|DIR|org/name[:TAG] [--revision REV] [--tokenizer T.bin] --prompt TEXT [--max-tokens N]
                       [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S] [--threads N]
                       [--kernels ...] [--quantize none|bf16|int8] [--kv-cache-dtype f32|f16]
   pagedserve tokenize --tokenizer PATH --text TEXT [--with-special]
   pagedserve chat-template --model DIR --messages FILE.json [--no-generation-prompt]
   pagedserve convert --model M.bin --out DIR [--dtype f32|bf16]
---model takes a llama2.c .bin checkpoint or a Hugging Face folder (config.json + *.safetensors).
+--model takes a llama2.c .bin checkpoint, a GGUF file, a Hugging Face folder (config.json + *.safetensors),
+or a Hugging Face hub repo id (org/name, or org/name:Q4_K_M for one GGUF quantization), downloaded into the
+Hugging Face cache (HF_HOME, HF_HUB_CACHE, HF_TOKEN, HF_ENDPOINT, HF_HUB_OFFLINE as huggingface_hub reads them).
 Without --model the server serves the built-in random-weight demo model (see README).
 )";
 }
@@ -80,6 +83,7 @@ std::expected<cli_options, std::vector<std::string>> cli_parse(int argc, char** 
     bool ok = true;
     if (name == "model") c.model.model = value;
     else if (name == "tokenizer") c.model.tokenizer = value;
+    else if (name == "revision") c.model.revision = value;
     else if (name == "host") c.server.host = value;
     else if (name == "port") ok = parse_number(value, c.server.port);
     else if (name == "kv-blocks") ok = parse_number(value, c.engine.kv_blocks);
@@ -99,6 +103,8 @@ std::expected<cli_options, std::vector<std::string>> cli_parse(int argc, char** 
     else if (name == "log-level") c.log_level = value;
     else if (name == "io-threads") ok = parse_number(value, c.server.io_threads);
     else if (name == "max-waiting") ok = parse_number(value, c.engine.max_waiting);
+    else if (name == "max-waiting-per-client") ok = parse_number(value, c.engine.max_waiting_per_client);
+    else if (name == "max-connections-per-client") ok = parse_number(value, c.server.max_connections_per_client);
     else if (name == "max-body-bytes") ok = parse_number(value, c.server.max_body_bytes);
     else if (name == "api-key") c.server.api_key = value;
     else if (name == "cors-allow-origin") c.server.cors_allow_origin = value;

@@ -17,6 +17,8 @@ struct server_config {
   std::size_t max_body_bytes = 1 << 20;      // HTTP request bodies
   std::size_t max_header_bytes = 16 << 10;   // HTTP request line + headers; larger gets 431
   int max_connections = 1024;                // open TCP connections; more are answered 503 and closed
+  // Open connections from one remote address: one client can never hold every connection (503 past it).
+  int max_connections_per_client = 256;
   int max_requests_per_socket = 256;         // generate requests in flight on one WebSocket
   int max_outbound_frames = 4096;            // frames queued for one slow client before its requests end
   std::size_t max_outbound_bytes = 4 << 20;  // bytes queued for one WebSocket before its requests end (client_too_slow)
@@ -38,6 +40,9 @@ struct engine_config {
   int max_num_seqs = 64;               // sequences per engine step
   int max_num_batched_tokens = 512;    // tokens per engine step (prefill chunks + decodes)
   int max_waiting = 1024;              // queued requests before new ones are refused
+  // Queued requests of one client (its remote address): one client can never fill the whole queue
+  // (too_many_requests / HTTP 429 past it, while other clients' requests are still queued).
+  int max_waiting_per_client = 256;
   // Steps carrying decodes take at most this many times as long as the decodes alone: prefill chunks
   // are cut to fit (by the learnt step cost), which bounds inter-token latency while prompts arrive.
   // 0 = only max_num_batched_tokens bounds a step.
@@ -60,6 +65,9 @@ struct engine_config {
 struct model_paths {
   std::string model;      // llama2.c .bin checkpoint; empty = the built-in demo model
   std::string tokenizer;  // llama2.c tokenizer .bin
+  // Hub revision (branch, tag or commit) when `model` is a Hugging Face repo id (org/name[:TAG]) rather
+  // than a local path; the repo is downloaded into the Hugging Face cache (src/hub/hub_download.hpp).
+  std::string revision = "main";
   // Weight format after loading: none (as stored), f32, bf16, or int8 (per-row symmetric weights and
   // per-token activations, W8A8; see quantize.hpp). Quantizes fp32/bf16/f16 checkpoints at load; the demo model ignores it.
   std::string quantize = "none";

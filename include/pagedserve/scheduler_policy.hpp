@@ -30,6 +30,7 @@ struct scheduler_limits {
   // over: the prior (attention FLOPs relative to a token's matmul FLOPs, attention_cost_of(model_config))
   // until the step cost model has learnt the ratio from the steps it timed.
   double attention_cost = 0;
+  int max_waiting_per_client = 1024;  // queued sequences of one client (sequence::client) before its new ones are refused
 };
 
 // A sequence as the scheduler tracks it.
@@ -115,6 +116,8 @@ class scheduler_policy {
   const sequence* find(request_id id) const;
   int n_running() const { return static_cast<int>(running_.size()); }
   int n_waiting() const { return static_cast<int>(waiting_.size()); }
+  int n_waiting_of(std::uint64_t client) const;
+  const scheduler_limits& limits() const { return limits_; }
   std::uint64_t n_preemptions() const { return n_preemptions_; }
 
  private:

@@ -326,7 +326,7 @@ api_error error_from_engine(std::string_view code, std::string_view message) {
   if (code == "context_length_exceeded") return {400, m, "invalid_request_error", "", c};
   if (code == "invalid_max_tokens") return {400, m, "invalid_request_error", "max_tokens", c};
   if (code == "invalid_request") return {400, m, "invalid_request_error", "prompt", c};
-  if (code == "queue_full") return {429, m, "rate_limit_error", "", c};
+  if (code == "queue_full" || code == "too_many_requests") return {429, m, "rate_limit_error", "", c};
   if (code == "shutting_down") return {503, m, "server_error", "", c};
   if (code == "request_timeout") return {504, m, "server_error", "", c};
   return {500, m, "server_error", "", c};

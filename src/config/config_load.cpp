@@ -77,6 +77,7 @@ std::expected<config, std::vector<std::string>> config_load(const std::filesyste
         .field("max_requests_per_socket", c.server.max_requests_per_socket)
         .field("max_outbound_frames", c.server.max_outbound_frames).field("api_key", c.server.api_key)
         .field("max_header_bytes", c.server.max_header_bytes).field("max_connections", c.server.max_connections)
+        .field("max_connections_per_client", c.server.max_connections_per_client)
         .field("max_outbound_bytes", c.server.max_outbound_bytes)
         .field("idle_timeout_seconds", c.server.idle_timeout_seconds)
         .field("request_timeout_seconds", c.server.request_timeout_seconds)
@@ -89,7 +90,8 @@ std::expected<config, std::vector<std::string>> config_load(const std::filesyste
     section_reader r(*s, "engine", errors);
     r.field("kv_blocks", c.engine.kv_blocks).field("block_size", c.engine.block_size)
         .field("max_num_seqs", c.engine.max_num_seqs).field("max_num_batched_tokens", c.engine.max_num_batched_tokens)
-        .field("max_waiting", c.engine.max_waiting).field("threads", c.engine.threads).field("kernels", c.engine.kernels)
+        .field("max_waiting", c.engine.max_waiting)
+        .field("max_waiting_per_client", c.engine.max_waiting_per_client).field("threads", c.engine.threads).field("kernels", c.engine.kernels)
         .field("max_decode_slowdown", c.engine.max_decode_slowdown)
         .field("prefix_caching", c.engine.prefix_caching).field("kv_cache_dtype", c.engine.kv_cache_dtype)
         .field("generation_config", c.engine.generation_config);
@@ -97,7 +99,8 @@ std::expected<config, std::vector<std::string>> config_load(const std::filesyste
   }
   if (auto s = section("model")) {
     section_reader r(*s, "model", errors);
-    r.field("path", c.model.model).field("tokenizer", c.model.tokenizer).field("quantize", c.model.quantize);
+    r.field("path", c.model.model).field("tokenizer", c.model.tokenizer).field("quantize", c.model.quantize)
+        .field("revision", c.model.revision);
     r.reject_unknown();
   }
   element level;
@@ -123,6 +126,7 @@ std::vector<std::string> config_validate(const config& c) {
   if (c.server.max_outbound_bytes < 4096) e.push_back("server.max_outbound_bytes must be at least 4096");
   if (c.server.max_header_bytes < 1024) e.push_back("server.max_header_bytes must be at least 1024");
   if (c.server.max_connections < 1) e.push_back("server.max_connections must be positive");
+  if (c.server.max_connections_per_client < 1) e.push_back("server.max_connections_per_client must be positive");
   if (c.server.idle_timeout_seconds < 1) e.push_back("server.idle_timeout_seconds must be positive");
   if (c.server.request_timeout_seconds < 0) e.push_back("server.request_timeout_seconds must be >= 0 (0 = no limit)");
   if (c.server.shutdown_grace_seconds < 0) e.push_back("server.shutdown_grace_seconds must be >= 0");
@@ -137,6 +141,7 @@ std::vector<std::string> config_validate(const config& c) {
   if (!(c.engine.max_decode_slowdown == 0 || c.engine.max_decode_slowdown >= 1))
     e.push_back("engine.max_decode_slowdown must be 0 (no bound) or at least 1");
   if (c.engine.max_waiting < 1) e.push_back("engine.max_waiting must be positive");
+  if (c.engine.max_waiting_per_client < 1) e.push_back("engine.max_waiting_per_client must be positive");
   if (c.engine.generation_config != "auto" && c.engine.generation_config != "vllm")
     e.push_back("engine.generation_config must be auto or vllm (got '" + c.engine.generation_config + "')");
   if (c.engine.kv_cache_dtype != "f32" && c.engine.kv_cache_dtype != "f16")
@@ -148,6 +153,7 @@ std::vector<std::string> config_validate(const config& c) {
     e.push_back("engine.kernels must be auto, scalar, avx2, avx2_vnni, avx512, avx512_vnni or avx512_bf16");
   if (c.model.quantize != "none" && c.model.quantize != "f32" && c.model.quantize != "bf16" && c.model.quantize != "int8")
     e.push_back("model.quantize must be none, f32, bf16 or int8 (got '" + c.model.quantize + "')");
+  if (c.model.revision.empty()) e.push_back("model.revision must not be empty (a branch, tag or commit; default main)");
   if (c.log_level != "trace" && c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" &&
       c.log_level != "error")
     e.push_back("log_level must be trace, debug, info, warn or error");

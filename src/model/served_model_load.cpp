@@ -3,6 +3,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "hub/hub_download.hpp"
 #include "model/load_phase.hpp"
 #include "pagedserve/demo_model.hpp"
 #include "pagedserve/gguf_model.hpp"
@@ -46,6 +47,21 @@ std::expected<served_model, std::string> served_gguf(const std::filesystem::path
   return out;
 }
 
+// org/name[:TAG]: fetched into the Hugging Face cache, then loaded from there under the repo id (the
+// snapshot folder is named by a commit hash, no name for /v1/models).
+std::expected<served_model, std::string> served_hub_model(const model_paths& paths, load_progress* progress) {
+  auto local = hub_model_fetch(paths.model, paths.revision);
+  if (!local) return std::unexpected(local.error());
+  model_paths fetched = paths;
+  fetched.model = local->string();
+  auto out = served_model_load(fetched, progress);
+  if (!out) return out;
+  auto named = std::make_shared<model>(*out->weights);  // shares the weights' storage
+  named->name = paths.model;
+  out->weights = std::move(named);
+  return out;
+}
+
 }  // namespace
 
 std::expected<served_model, std::string> served_model_load(const model_paths& paths, load_progress* progress) {
@@ -55,6 +71,7 @@ std::expected<served_model, std::string> served_model_load(const model_paths& pa
     phase.finish("built the random-weight demo model");
     return served_model{std::move(m), std::move(tok), nullptr};
   }
+  if (hub_model_wanted(paths.model)) return served_hub_model(paths, progress);
   const std::filesystem::path model_path = paths.model;
   const std::optional<weight_format> format = weight_format_parse(paths.quantize);
   if (!format) return std::unexpected("unknown weight format '" + paths.quantize + "' (none, f32, bf16 or int8)");

@@ -1,10 +1,14 @@
 #pragma once
 // The server's view of its open connections, shared by the listener, every session and the shutdown
-// path: it caps how many may be open (max_connections) and tells each one when the server starts
-// draining. Thread-safe (sessions live on many strands); each session handles on_drain on its own.
+// path: it caps how many may be open (max_connections, and max_per_client from one remote address)
+// and tells each one when the server starts draining. Thread-safe (sessions live on many strands);
+// each session handles on_drain on its own.
 #include <atomic>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 
 namespace pagedserve::net {
@@ -18,17 +22,25 @@ class drain_listener {
 
 class connection_registry {
  public:
-  explicit connection_registry(int max_connections) : max_(max_connections) {}
+  connection_registry(int max_connections, int max_per_client)
+      : max_(max_connections), max_per_client_(max_per_client) {}
 
-  // Counts one more open connection, or refuses (false) at the limit.
-  bool try_open() {
-    int n = open_.load();
-    do {
-      if (n >= max_) return false;
-    } while (!open_.compare_exchange_weak(n, n + 1));
-    return true;
+  enum class open_result { opened, server_full, client_full };
+  // Counts one more open connection from `client` (its remote address), or refuses at a limit.
+  open_result try_open(const std::string& client) {
+    std::lock_guard lock(mu_);
+    if (open_.load() >= max_) return open_result::server_full;
+    int& mine = open_of_[client];
+    if (mine >= max_per_client_) return open_result::client_full;
+    ++mine;
+    open_.fetch_add(1);
+    return open_result::opened;
   }
-  void close() { open_.fetch_sub(1); }
+  void close(const std::string& client) {
+    std::lock_guard lock(mu_);
+    if (auto it = open_of_.find(client); it != open_of_.end() && --it->second <= 0) open_of_.erase(it);
+    open_.fetch_sub(1);
+  }
   int n_open() const { return open_.load(); }
 
   // A session to tell about the drain (at once if it has begun); forget it before it dies.
@@ -64,9 +76,10 @@ class connection_registry {
   }
 
  private:
-  const int max_;
+  const int max_, max_per_client_;
   std::atomic<int> open_{0};
   mutable std::mutex mu_;
+  std::unordered_map<std::string, int> open_of_;  // remote address -> its open connections
   bool draining_ = false;
   std::unordered_map<const drain_listener*, std::weak_ptr<drain_listener>> watched_;
 };
@@ -74,14 +87,19 @@ class connection_registry {
 // One counted connection: released when the last session holding it (HTTP, then WebSocket) ends.
 class connection_slot {
  public:
-  explicit connection_slot(std::shared_ptr<connection_registry> r) : registry_(std::move(r)) {}
-  ~connection_slot() { registry_->close(); }
+  connection_slot(std::shared_ptr<connection_registry> r, std::string client)
+      : registry_(std::move(r)), client_(std::move(client)), client_key_(std::hash<std::string>{}(client_)) {}
+  ~connection_slot() { registry_->close(client_); }
   connection_slot(const connection_slot&) = delete;
   connection_slot& operator=(const connection_slot&) = delete;
   connection_registry& registry() const { return *registry_; }
+  // The remote address, as a key: the scheduler's fair admission and per-client quotas count by it.
+  std::uint64_t client_key() const { return client_key_; }
 
  private:
   std::shared_ptr<connection_registry> registry_;
+  std::string client_;
+  std::uint64_t client_key_;
 };
 
 }  // namespace pagedserve::net

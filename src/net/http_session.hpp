@@ -112,6 +112,11 @@ class http_session : public drain_listener, public std::enable_shared_from_this<
   engine* engine_ = nullptr;  // from state_ once the model is loaded; every route past loading uses it
   const server_config& config_;
   std::shared_ptr<connection_slot> slot_;  // counts this connection; handed on to a WebSocket session
+ public:
+  // The remote address's key (connection_slot::client_key), for the requests of this connection.
+  std::uint64_t client_key() const { return slot_ ? slot_->client_key() : 0; }
+
+ private:
   bool draining_ = false;
   std::shared_ptr<const static_files> web_;  // the chat page, shared by every session
   asio::steady_timer idle_timer_, write_timer_;

@@ -17,13 +17,21 @@
 namespace pagedserve {
 namespace {
 
-// A connection past max_connections: one 503 and a close, without reading the request.
-void refuse_connection(net::tcp::socket socket) {
-  static const std::string body =
-      R"({"error":{"message":"the server has too many open connections; retry later","type":"server_error","param":null,"code":"too_many_connections"}})";
-  static const std::string response = "HTTP/1.1 503 Service Unavailable\r\nServer: pagedserve/" PAGEDSERVE_VERSION
-                                      "\r\nContent-Type: application/json\r\nContent-Length: " +
-                                      std::to_string(body.size()) + "\r\nRetry-After: 1\r\nConnection: close\r\n\r\n" + body;
+// The refusal of a connection past a limit: one 503 and a close, without reading the request.
+std::string refusal_response(std::string_view message, std::string_view code) {
+  const std::string body = R"({"error":{"message":")" + std::string(message) +
+                           R"(","type":"server_error","param":null,"code":")" + std::string(code) + R"("}})";
+  return "HTTP/1.1 503 Service Unavailable\r\nServer: pagedserve/" PAGEDSERVE_VERSION
+         "\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\nRetry-After: 1\r\nConnection: close\r\n\r\n" + body;
+}
+
+void refuse_connection(net::tcp::socket socket, bool client_full) {
+  static const std::string server_full_response =
+      refusal_response("the server has too many open connections; retry later", "too_many_connections");
+  static const std::string client_full_response = refusal_response(
+      "this client has too many open connections to the server; close some and retry", "too_many_client_connections");
+  const std::string& response = client_full ? client_full_response : server_full_response;
   auto s = std::make_shared<net::tcp::socket>(std::move(socket));
   boost::asio::async_write(*s, boost::asio::buffer(response), [s](net::beast::error_code, std::size_t) {
     net::beast::error_code ec;
@@ -68,11 +76,26 @@ struct server::listener : std::enable_shared_from_this<listener> {
       if (ec == boost::asio::error::operation_aborted) return;
       if (ec) {
         actor_logger("net")->warn("accept failed: {}", ec.message());
-      } else if (!self->connections->try_open()) {
-        actor_logger("net")->warn("{} connections open: refusing one more", self->config.max_connections);
-        refuse_connection(std::move(socket));
+        self->do_accept();
+        return;
+      }
+      net::beast::error_code addr_ec;
+      const std::string client = socket.remote_endpoint(addr_ec).address().to_string();
+      if (addr_ec) {  // gone already
+        self->do_accept();
+        return;
+      }
+      using open_result = net::connection_registry::open_result;
+      const open_result opened = self->connections->try_open(client);
+      if (opened != open_result::opened) {
+        if (opened == open_result::server_full)
+          actor_logger("net")->warn("{} connections open: refusing one more", self->config.max_connections);
+        else
+          actor_logger("net")->warn("{} has {} connections open: refusing one more", client,
+                                    self->config.max_connections_per_client);
+        refuse_connection(std::move(socket), opened == open_result::client_full);
       } else {
-        auto slot = std::make_shared<net::connection_slot>(self->connections);
+        auto slot = std::make_shared<net::connection_slot>(self->connections, client);
         std::make_shared<net::http_session>(std::move(socket), self->state, self->config, std::move(slot),
                                             self->web)->run();
       }
@@ -92,7 +115,7 @@ server::server(boost::asio::io_context& io, const server_config& config)
     : io_(io),
       state_(std::make_shared<net::serving_state>()),
       config_(config),
-      connections_(std::make_shared<net::connection_registry>(config.max_connections)) {}
+      connections_(std::make_shared<net::connection_registry>(config.max_connections, config.max_connections_per_client)) {}
 
 
 server::~server() { stop(); }

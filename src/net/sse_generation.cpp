@@ -71,6 +71,8 @@ void sse_generation::send_tokens(const std::string& client_id, token_event event
   });
 }
 
+std::uint64_t sse_generation::client_key() const { return session_->client_key(); }
+
 void sse_generation::send_final(const std::string& client_id, final_event event) {
   asio::post(session_->executor(), [self = shared_from_this(), client_id, e = std::move(event)]() mutable {
     if (auto index = self->choice_of(client_id)) self->on_final(*index, std::move(e));

@@ -33,6 +33,7 @@ class sse_generation : public client_link,
 
   void send_tokens(const std::string& client_id, token_event event) override;
   void send_final(const std::string& client_id, final_event event) override;
+  std::uint64_t client_key() const override;
   void on_writable() override;
   void on_client_gone() override;
 

@@ -33,6 +33,7 @@ class ws_session : public client_link, public drain_listener, public std::enable
 
   void send_tokens(const std::string& client_id, token_event event) override;
   void send_final(const std::string& client_id, final_event event) override;
+  std::uint64_t client_key() const override { return slot_->client_key(); }
   void on_drain() override;
 
  private:

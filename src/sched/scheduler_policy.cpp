@@ -22,6 +22,10 @@ sequence* scheduler_policy::running_seq(request_id id) {
   return it == running_.end() ? nullptr : &*it;
 }
 
+int scheduler_policy::n_waiting_of(std::uint64_t client) const {
+  return static_cast<int>(std::ranges::count(waiting_, client, &sequence::client));
+}
+
 const sequence* scheduler_policy::find(request_id id) const {
   for (const auto& s : running_)
     if (s.id == id) return &s;

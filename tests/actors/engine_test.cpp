@@ -102,6 +102,7 @@ TEST(engine, kv_pool_is_whole_after_500_random_requests_with_cancels_and_preempt
   cfg.kv_blocks = 40;  // 640 tokens: far fewer than the load wants, so sequences get preempted
   cfg.max_num_seqs = 16;
   cfg.max_num_batched_tokens = 64;
+  cfg.max_waiting_per_client = cfg.max_waiting;  // one link is one client, queueing up to 500 requests
   engine e(io.get_executor(), s.weights, s.vocabulary, cfg);
   auto link = std::make_shared<test::recording_link>();
   std::mt19937 rng(1234);

@@ -137,5 +137,65 @@ TEST(hostile_input, a_huge_prompt_times_n_is_refused_before_tokenizing) {
   });
 }
 
+
+// One client (a remote address: 127.0.0.2 here) can hold at most --max-connections-per-client
+// connections; the next is answered 503 at once, and other clients still connect.
+TEST(hostile_input, one_client_cannot_take_every_connection) {
+  E2E_REQUIRE_MODEL();
+  server_process server({"--max-connections-per-client", "3"});
+  ASSERT_TRUE(server.ready()) << server.error();
+  latency_beside(server.port(), "a client holding its connection quota", [&] {
+    std::vector<std::unique_ptr<http_conn>> held;
+    for (int i = 0; i < 3; ++i) {
+      held.push_back(std::make_unique<http_conn>());
+      ASSERT_TRUE(held.back()->connect(server.port(), "127.0.0.2"));
+      ASSERT_TRUE(held.back()->send(http_get_bytes("/health")));
+      auto r = held.back()->read_response(10s);  // answered: the connection is open and counted
+      ASSERT_TRUE(r) << r.error();
+      EXPECT_EQ(r->status, 200);
+    }
+    http_conn extra;
+    ASSERT_TRUE(extra.connect(server.port(), "127.0.0.2"));
+    ASSERT_TRUE(extra.send(http_get_bytes("/health")));
+    auto refused = extra.read_response(10s);
+    ASSERT_TRUE(refused) << refused.error();
+    EXPECT_EQ(refused->status, 503);
+    EXPECT_EQ(error_code(refused->body), "too_many_client_connections");
+    std::this_thread::sleep_for(100ms);  // the well-behaved client runs meanwhile, from 127.0.0.1
+  });
+}
+
+// One client can queue at most --max-waiting-per-client requests: the rest get 429 at once, while
+// another client's request is still accepted and, by fair admission, runs before the queued ones.
+TEST(hostile_input, one_client_cannot_fill_the_waiting_queue) {
+  E2E_REQUIRE_MODEL();
+  server_process server({"--max-waiting-per-client", "3", "--max-num-seqs", "1"});
+  ASSERT_TRUE(server.ready()) << server.error();
+  int n_rejected = 0, n_ok = 0;
+  latency_beside(server.port(), "a client queueing 12 long requests", [&] {
+    std::vector<std::unique_ptr<http_conn>> conns;
+    for (int i = 0; i < 12; ++i) {
+      conns.push_back(std::make_unique<http_conn>());
+      ASSERT_TRUE(conns.back()->connect(server.port(), "127.0.0.2"));
+      ASSERT_TRUE(conns.back()->send(http_post_bytes(
+          "/v1/completions", R"({"prompt":"Once","max_tokens":200,"ignore_eos":true,"temperature":0})")));
+    }
+    for (auto& c : conns) {
+      auto r = c->read_response(60s);
+      ASSERT_TRUE(r) << r.error();
+      if (r->status == 429) {
+        EXPECT_EQ(error_code(r->body), "too_many_requests");
+        ++n_rejected;
+      } else {
+        EXPECT_EQ(r->status, 200) << r->body;
+        ++n_ok;
+      }
+    }
+  });
+  std::cout << n_ok << " of the hostile client's requests served, " << n_rejected << " refused with 429\n";
+  EXPECT_GT(n_rejected, 0) << "12 requests arrived within a 1-running, 3-waiting quota";
+  EXPECT_GE(n_ok, 4);
+}
+
 }  // namespace
 }  // namespace pagedserve::e2e

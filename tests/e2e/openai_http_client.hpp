@@ -85,9 +85,17 @@ class http_conn {
   http_conn(const http_conn&) = delete;
   http_conn& operator=(const http_conn&) = delete;
 
-  bool connect(unsigned short port) {
+  // source: the loopback address to connect from (127.0.0.2 looks like another client to the server).
+  bool connect(unsigned short port, const char* source = nullptr) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd_ < 0) return false;
+    if (source) {
+      sockaddr_in from{};
+      from.sin_family = AF_INET;
+      if (::inet_pton(AF_INET, source, &from.sin_addr) != 1 ||
+          ::bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0)
+        return false;
+    }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);

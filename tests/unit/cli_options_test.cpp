@@ -32,6 +32,15 @@ TEST(cli_options, the_kv_cache_dtype_is_f32_or_f16) {
   EXPECT_FALSE(parse({"serve", "--kv-cache-dtype", "fp8"}).has_value());
 }
 
+TEST(cli_options, a_hub_model_takes_a_revision) {
+  auto o = parse({"serve", "--model", "Qwen/Qwen3-0.6B", "--revision", "v1.0"});
+  ASSERT_TRUE(o.has_value()) << o.error().front();
+  EXPECT_EQ(o->settings.model.model, "Qwen/Qwen3-0.6B");
+  EXPECT_EQ(o->settings.model.revision, "v1.0");
+  EXPECT_EQ(parse({"generate", "--model", "o/m", "--prompt", "x"})->settings.model.revision, "main");
+  EXPECT_FALSE(parse({"serve", "--revision", ""}).has_value());
+}
+
 TEST(cli_options, bad_values_are_errors) {
   EXPECT_FALSE(parse({"serve", "--prefix-caching", "maybe"}).has_value());
   EXPECT_FALSE(parse({"serve", "--max-decode-slowdown", "fast"}).has_value());
