@@ -1,18 +1,25 @@
-// pagedserve: `serve` starts the WebSocket/HTTP server; `generate` prints one completion.
+// pagedserve: `serve` starts the WebSocket/HTTP server; `generate` prints one completion. Both log
+// each phase of loading the model with its duration (model/load_phase.hpp); `serve` listens first.
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <tbb/task_arena.h>
 
 #include <boost/asio/io_context.hpp>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <random>
+#include <stop_token>
 #include <thread>
 
 #include "actors/engine.hpp"
 #include "cli_options.hpp"
 #include "cli_tools.hpp"
+#include "model/load_phase.hpp"
+#include "model/load_progress.hpp"
 #include "net/graceful_shutdown.hpp"
 #include "pagedserve/served_model.hpp"
 #include "pagedserve/generator.hpp"
@@ -23,12 +30,43 @@ using namespace pagedserve;
 
 namespace {
 
-int run_generate(const cli_options& o, const served_model& lm) {
-  const kernels::kernel_table* kt = kernels::kernel_table_select(o.settings.engine.kernels);
+// Where the weight conversion's progress line is redrawn: stderr when it is a terminal; elsewhere
+// (a pipe, a log file) only a log line every few seconds of a long conversion.
+std::FILE* progress_terminal() { return ::isatty(STDERR_FILENO) ? stderr : nullptr; }
+
+// The model, its tokenizer and chat template, each phase logged as it ends.
+std::expected<served_model, std::string> load_model(const cli_options& o, load_progress& progress) {
+  auto lm = served_model_load(o.settings.model, &progress);
+  if (lm && o.settings.model.model.empty())
+    spdlog::warn("no model configured: serving the built-in random-weight demo model '{}' (gibberish output); "
+                 "pass --model M.bin --tokenizer T.bin (or a Hugging Face folder) for a real one", lm->weights->name);
+  return lm;
+}
+
+const kernels::kernel_table* select_kernels(const std::string& name) {
+  load_phase phase("selecting kernels");
+  const kernels::kernel_table* kt = kernels::kernel_table_select(name);
   if (!kt) {
-    spdlog::error("kernel variant '{}' is not supported by this CPU", o.settings.engine.kernels);
+    spdlog::error("kernel variant '{}' is not supported by this CPU", name);
+    return nullptr;
+  }
+  phase.finish(fmt::format("selected the {} kernels ({})", kernels::isa_name(kt->which),
+                           name == "auto" ? "the best this CPU runs" : "forced by --kernels"));
+  return kt;
+}
+
+int run_generate(const cli_options& o) {
+  load_phase total("loading the model");
+  const kernels::kernel_table* kt = select_kernels(o.settings.engine.kernels);
+  if (!kt) return 1;
+  load_progress progress(progress_terminal());
+  auto loaded = load_model(o, progress);
+  if (!loaded) {
+    spdlog::error("{}", loaded.error());
     return 1;
   }
+  const served_model& lm = *loaded;
+  total.finish(fmt::format("loaded '{}'", lm.weights->name));
   tbb::task_arena arena(o.settings.engine.threads > 0 ? o.settings.engine.threads : tbb::task_arena::automatic);
   const std::vector<token_id> prompt = lm.vocabulary->encode(o.prompt, true);
   if (static_cast<int>(prompt.size()) >= lm.weights->config.seq_len) {
@@ -47,34 +85,86 @@ int run_generate(const cli_options& o, const served_model& lm) {
   return 0;
 }
 
-int run_serve(const cli_options& o, const served_model& lm) {
-  const config& c = o.settings;
-  if (!kernels::kernel_table_select(c.engine.kernels)) {
-    spdlog::error("kernel variant '{}' is not supported by this CPU", c.engine.kernels);
-    return 1;
+// The network threads, running from before the model loads so requests meanwhile get their 503.
+class network_threads {
+ public:
+  network_threads(boost::asio::io_context& io, int n) : io_(io) {
+    for (int i = 0; i < n; ++i) threads_.emplace_back([&io] { io.run(); });
   }
+  // An early return (a load error): stop serving at once.
+  ~network_threads() {
+    io_.stop();
+    join();
+  }
+  // Until the io_context stops (graceful_shutdown stops it once the connections are drained).
+  void join() {
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+  }
+
+ private:
+  boost::asio::io_context& io_;
+  std::vector<std::thread> threads_;
+};
+
+// The engine (actors and KV pool) for a loaded model, its phase logged.
+void start_engine(std::optional<engine>& e, boost::asio::io_context& io, const served_model& lm, const engine_config& c) {
+  load_phase phase("allocating the KV pool");
+  e.emplace(io.get_executor(), lm.weights, lm.vocabulary, c, lm.chat);
+  const model_config& mc = lm.weights->config;
+  const std::uint64_t pool = kv_cache::bytes_per_token(mc.n_layers, mc.kv_dim(), kv_cache_type(c.kv_cache_dtype)) *
+                             static_cast<std::uint64_t>(c.kv_blocks) * c.block_size;
+  phase.finish(fmt::format("allocated the KV pool ({} blocks of {} tokens, {}, {}) and started the engine",
+                           c.kv_blocks, c.block_size, c.kv_cache_dtype, bytes_text(pool)));
+}
+
+// Listens first, then loads: until the model is ready the server answers 503 (GET /health
+// {"status":"loading"}); a signal meanwhile abandons the load and exits 0 once drained.
+int run_serve(const cli_options& o) {
+  const config& c = o.settings;
+  load_phase total("loading the model");
+  if (!select_kernels(c.engine.kernels)) return 1;
   boost::asio::io_context io(c.server.io_threads);
-  engine e(io.get_executor(), lm.weights, lm.vocabulary, c.engine, lm.chat);
-  server s(io, e, c.server);
+  server s(io, c.server);
   auto port = s.start();
   if (!port) {
     spdlog::error("cannot start server: {}", port.error());
     return 1;
   }
-  const auto& mc = lm.weights->config;
   spdlog::info("replica name '{}' (in /health and as label replica on every /metrics series)", s.replica_name());
-  spdlog::info("serving '{}' (dim {}, {} layers, vocab {}, context {}) on http://{}:{} (WebSocket /v1/ws, OpenAI /v1/completions and /v1/chat/completions, GET /health, GET /metrics)",
-               lm.weights->name, mc.dim, mc.n_layers, mc.vocab_size, mc.seq_len, c.server.host, *port);
-  spdlog::info("engine: kv_blocks {} x {} tokens ({} cache), max_num_seqs {}, max_num_batched_tokens {}, weights {} ({}), kernels {}",
-               c.engine.kv_blocks, c.engine.block_size, c.engine.kv_cache_dtype, c.engine.max_num_seqs, c.engine.max_num_batched_tokens,
-               dtype_name(lm.weights->layers.empty() ? lm.weights->classifier.type : lm.weights->layers[0].wq.type),
-               c.model.quantize == "none" ? "as stored" : "quantize " + c.model.quantize,
-               kernels::isa_name(kernels::kernel_table_select(c.engine.kernels)->which));
-  graceful_shutdown shutdown(io, s, e, std::chrono::seconds(c.server.shutdown_grace_seconds));
-  std::vector<std::thread> threads;
-  for (int i = 1; i < c.server.io_threads; ++i) threads.emplace_back([&io] { io.run(); });
-  io.run();
-  for (auto& t : threads) t.join();
+  spdlog::info("listening on {}:{} while the model loads (GET /health answers 503 \"loading\" until it is ready)",
+               c.server.host, *port);
+  std::stop_source load_stop;
+  graceful_shutdown shutdown(io, s, std::chrono::seconds(c.server.shutdown_grace_seconds), load_stop);
+  std::optional<engine> e;  // outlives the network threads, which use it
+  network_threads threads(io, c.server.io_threads);
+  try {
+    load_progress progress(progress_terminal(), load_stop.get_token());
+    auto loaded = load_model(o, progress);
+    if (!loaded) {
+      spdlog::error("{}", loaded.error());
+      return 1;
+    }
+    const served_model& lm = *loaded;
+    progress.throw_if_cancelled();
+    start_engine(e, io, lm, c.engine);
+    progress.throw_if_cancelled();
+    const auto& mc = lm.weights->config;
+    spdlog::info("engine: kv_blocks {} x {} tokens ({} cache), max_num_seqs {}, max_num_batched_tokens {}, weights {} ({}), kernels {}",
+                 c.engine.kv_blocks, c.engine.block_size, c.engine.kv_cache_dtype, c.engine.max_num_seqs, c.engine.max_num_batched_tokens,
+                 dtype_name(lm.weights->layers.empty() ? lm.weights->classifier.type : lm.weights->layers[0].wq.type),
+                 c.model.quantize == "none" ? "as stored" : "quantize " + c.model.quantize,
+                 kernels::isa_name(kernels::kernel_table_select(c.engine.kernels)->which));
+    total.finish(fmt::format("loaded '{}' and ready to serve", lm.weights->name));
+    // Ready from here on. The line clients and scripts wait for comes after it, so none of them
+    // meets a 503 once it has read the line, and every line above is logged by the first 200.
+    s.serve(*e);
+    spdlog::info("serving '{}' (dim {}, {} layers, vocab {}, context {}) on http://{}:{} (WebSocket /v1/ws, OpenAI /v1/completions and /v1/chat/completions, GET /health, GET /metrics)",
+                 lm.weights->name, mc.dim, mc.n_layers, mc.vocab_size, mc.seq_len, c.server.host, *port);
+  } catch (const load_cancelled&) {
+    spdlog::info("model load abandoned: exiting once the connections are drained");
+  }
+  threads.join();
   return 0;
 }
 
@@ -97,13 +187,5 @@ int main(int argc, char** argv) {
   // Logs go to stderr: `generate` keeps stdout for the completion alone.
   spdlog::set_default_logger(spdlog::stderr_color_mt("pagedserve"));
   spdlog::set_level(spdlog::level::from_str(o.settings.log_level));
-  auto lm = served_model_load(o.settings.model);
-  if (!lm) {
-    spdlog::error("{}", lm.error());
-    return 1;
-  }
-  if (o.settings.model.model.empty())
-    spdlog::warn("no model configured: serving the built-in random-weight demo model '{}' (gibberish output); "
-                 "pass --model M.bin --tokenizer T.bin (or a Hugging Face folder) for a real one", lm->weights->name);
-  return o.command == "generate" ? run_generate(o, *lm) : run_serve(o, *lm);
+  return o.command == "generate" ? run_generate(o) : run_serve(o);
 }

@@ -69,6 +69,12 @@ async function poll_health() {
   try {
     const res = await fetch('/health', { cache: 'no-store' });
     const h = await res.json();
+    if (h.status === 'loading') {  // 503 until the model is loaded; the socket connects after
+      load.dataset.state = 'loading';
+      for (const id of ['load-running', 'load-waiting', 'load-kv']) $(id).textContent = '–';
+      $('load-kv').textContent = 'model loading';
+      return;
+    }
     $('load-running').textContent = h.running;
     $('load-waiting').textContent = h.waiting;
     const used = h.kv_blocks_total - h.kv_blocks_free;

@@ -166,8 +166,12 @@ enum class weight_format {
 // "none" (as stored), "f32", "bf16", "int8" (config model.quantize, --quantize); nullopt otherwise.
 std::optional<weight_format> weight_format_parse(std::string_view name);
 
+class load_progress;  // src/model/load_progress.hpp
+
 struct model_load_options {
   weight_format weights = weight_format::as_stored;
+  // Shows the weight conversion as it runs and may cancel the load (throws load_cancelled); null: neither.
+  load_progress* progress = nullptr;
 };
 
 // rope_theta^(-2i/head_size) for each pair i, in fp32 as run.c and HF compute it, then rope_scaling.
@@ -178,7 +182,9 @@ std::expected<void, std::string> model_check(const model& m);
 // Re-stores every matrix in the requested format (owned buffers); norms and biases stay fp32.
 // Tied token embedding and classifier stay one shared matrix. The learned position embedding stays as
 // stored: it is read one row per token (never streamed by a matmul), and rounding it would only add error.
-void model_convert_weights(model& m, weight_format format);
+// Logs what it converted and how long it took; reports each matrix to progress, and stops with
+// load_cancelled when its stop is requested.
+void model_convert_weights(model& m, weight_format format, load_progress* progress = nullptr);
 
 // llama2.c checkpoint: 7 int32 header (dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size,
 // seq_len; a negative vocab_size means a separate classifier follows), then float32 tensors in

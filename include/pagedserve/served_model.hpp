@@ -25,7 +25,10 @@ struct served_model {
   std::shared_ptr<const chat_setup> chat;  // null: the model has no chat template
 };
 
-// paths.model empty: the built-in demo model. Errors name the file and what is wrong with it.
-std::expected<served_model, std::string> served_model_load(const model_paths& paths);
+// paths.model empty: the built-in demo model. Errors name the file and what is wrong with it. Each
+// phase logs what it loaded and how long it took; progress shows the weight conversion and may
+// cancel the load (throws load_cancelled).
+std::expected<served_model, std::string> served_model_load(const model_paths& paths,
+                                                           load_progress* progress = nullptr);
 
 }  // namespace pagedserve

@@ -1,6 +1,9 @@
 #pragma once
 // The network edge: a Beast listener on host:port. HTTP requests get /health; an upgrade at
-// /v1/ws becomes a WebSocket session speaking the protocol of DESIGN.md.
+// /v1/ws becomes a WebSocket session speaking the protocol of DESIGN.md. It can listen before the
+// model is loaded: until serve() hands it the engine, routes that need the model answer 503
+// (GET /health {"status":"loading"}), and afterwards the same socket serves, so a client never
+// meets a refused connection.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
@@ -15,14 +18,19 @@ namespace pagedserve {
 class engine;
 namespace net {
 class connection_registry;
+class serving_state;
 }
 
 class server {
  public:
-  server(boost::asio::io_context& io, engine& e, const server_config& config);
+  // Nothing to serve until serve() hands it the engine.
+  server(boost::asio::io_context& io, const server_config& config);
   ~server();
   // Binds and starts accepting; returns the bound port (useful when config asks for port 0).
   std::expected<unsigned short, std::string> start();
+  // The model is loaded: every request from now on reaches e, which must outlive the io_context's run.
+  void serve(engine& e);
+  engine* serving_engine() const;  // null until serve()
   // Closes the listening socket: no new connections.
   void stop();
   // Graceful shutdown's first half: stop accepting, and every open connection refuses new requests
@@ -35,7 +43,7 @@ class server {
  private:
   struct listener;
   boost::asio::io_context& io_;
-  engine& engine_;
+  std::shared_ptr<net::serving_state> state_;  // shared with the sessions, which may outlive us
   server_config config_;
   std::shared_ptr<listener> listener_;
   std::shared_ptr<net::connection_registry> connections_;  // shared with the sessions, which may outlive us

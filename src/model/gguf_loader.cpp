@@ -5,6 +5,7 @@
 
 #include <tbb/parallel_for.h>
 
+#include "model/load_phase.hpp"
 #include "pagedserve/gguf_model.hpp"
 
 namespace pagedserve {
@@ -390,16 +391,24 @@ std::expected<std::shared_ptr<const model>, std::string> gguf_model_from(const g
   m->config = arch->config;
   m->storage.push_back(file.storage());
   read_generation(file, m->generation);
+  load_phase tensors_phase("reading GGUF tensors");
   if (auto r = load_tensors(file, *m, options.weights); !r) return std::unexpected(file.name() + ": " + r.error());
-  model_convert_weights(*m, options.weights);
+  tensors_phase.finish(fmt::format("read {} GGUF tensors ({}, {} layers, dim {})",
+                                   file.tensors().size(), m->config.architecture, m->config.n_layers, m->config.dim));
+  model_convert_weights(*m, options.weights, options.progress);
   if (auto r = model_check(*m); !r) return std::unexpected(file.name() + ": " + r.error());
   return m;
 }
 
 std::expected<std::shared_ptr<const model>, std::string> gguf_model_load(const std::filesystem::path& path,
                                                                          const model_load_options& options) {
+  load_phase map_phase("mapping the GGUF file");
   auto file = gguf_file::open(path);
   if (!file) return std::unexpected(file.error());
+  std::uint64_t bytes = 0;
+  for (const auto& t : file->tensors()) bytes += t.n_bytes.value_or(0);
+  map_phase.finish(fmt::format("mapped GGUF file {}, {} tensors, {},", path.filename().string(), file->tensors().size(),
+                               bytes_text(bytes)));
   return gguf_model_from(*file, options);
 }
 

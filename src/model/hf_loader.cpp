@@ -10,6 +10,7 @@
 #include "model/hf_config.hpp"
 #include "model/hf_gpt2.hpp"
 #include "model/hf_tensor_source.hpp"
+#include "model/load_phase.hpp"
 #include "pagedserve/hf_model.hpp"
 #include "pagedserve/safetensors.hpp"
 
@@ -112,6 +113,7 @@ std::expected<std::shared_ptr<const model>, std::string> hf_model_load(const std
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) return std::unexpected(dir.string() + ": not a directory");
   auto fail = [&](const std::string& what) { return std::unexpected(dir.string() + ": " + what); };
+  load_phase config_phase("reading config.json");
   auto config_text = read_text(dir / "config.json");
   if (!config_text) return std::unexpected(config_text.error());
   auto parsed = hf::config_parse(*config_text);
@@ -121,8 +123,16 @@ std::expected<std::shared_ptr<const model>, std::string> hf_model_load(const std
     if (!text) return std::unexpected(text.error());
     if (auto r = hf::generation_config_parse(*text, parsed->generation); !r) return fail(r.error());
   }
+  const model_config& pc = parsed->config;
+  config_phase.finish(fmt::format("read config.json ({}, {} layers, dim {}, vocab {})", pc.architecture, pc.n_layers,
+                                  pc.dim, pc.vocab_size));
+  load_phase map_phase("mapping safetensors files");
   auto set = safetensors_set::open_folder(dir);
   if (!set) return std::unexpected(set.error());
+  std::uint64_t mapped = 0;
+  for (const auto& f : set->files()) mapped += f.mapping()->bytes().size();
+  map_phase.finish(fmt::format("mapped {} safetensors file{}, {},", set->files().size(), set->files().size() == 1 ? "" : "s",
+                               bytes_text(mapped)));
 
   auto m = std::make_shared<model>();
   const std::filesystem::path clean = dir.filename().empty() ? dir.parent_path() : dir;
@@ -134,7 +144,7 @@ std::expected<std::shared_ptr<const model>, std::string> hf_model_load(const std
                                                  : load_tensors(*set, *parsed, *m);
       !r)
     return fail(r.error());
-  model_convert_weights(*m, options.weights);
+  model_convert_weights(*m, options.weights, options.progress);
   m->rope_inv_freq = rope_inv_freq_compute(m->config);
   if (auto r = model_check(*m); !r) return fail(r.error());
   for (const auto& note : parsed->notes) spdlog::warn("{}: {}", m->name, note);

@@ -4,6 +4,10 @@
 #include <cmath>
 #include <numbers>
 
+#include <spdlog/spdlog.h>
+
+#include "model/load_phase.hpp"
+#include "model/load_progress.hpp"
 #include "pagedserve/model.hpp"
 #include "pagedserve/quantize.hpp"
 
@@ -201,20 +205,50 @@ std::optional<weight_format> weight_format_parse(std::string_view name) {
   return std::nullopt;
 }
 
-void model_convert_weights(model& m, weight_format format) {
+namespace {
+
+// The matrices model_convert_weights re-stores, in order: the tied classifier is the embedding's
+// (reassigned after), and under int8 the MoE router keeps its stored type: its scores pick the
+// experts, and a flipped top-k choice costs more than the few bytes it streams.
+std::vector<weight*> matrices_to_convert(model& m, dtype to) {
+  std::vector<weight*> out{&m.token_embedding};
+  if (m.classifier != m.token_embedding) out.push_back(&m.classifier);
+  for (layer_weights& l : m.layers) {
+    if (to != dtype::i8) out.push_back(&l.router);
+    for (weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) out.push_back(w);
+    for (expert_weights& e : l.experts)
+      for (weight* w : {&e.gate, &e.up, &e.down}) out.push_back(w);
+  }
+  std::erase_if(out, [to](const weight* w) { return w->empty() || w->type == to; });
+  return out;
+}
+
+}  // namespace
+
+void model_convert_weights(model& m, weight_format format, load_progress* progress) {
   if (format == weight_format::as_stored) return;
   const dtype to = format == weight_format::f32 ? dtype::f32 : format == weight_format::bf16 ? dtype::bf16 : dtype::i8;
   const bool tied = m.classifier == m.token_embedding;
-  m.token_embedding = convert_matrix(m, m.token_embedding, to);
-  m.classifier = tied ? m.token_embedding : convert_matrix(m, m.classifier, to);
-  for (layer_weights& l : m.layers) {
-    // Under int8 the MoE router keeps its stored type: its scores pick the experts, and a flipped
-    // top-k choice costs more than the few bytes it streams.
-    if (to != dtype::i8) l.router = convert_matrix(m, l.router, to);
-    for (weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) *w = convert_matrix(m, *w, to);
-    for (expert_weights& e : l.experts)
-      for (weight* w : {&e.gate, &e.up, &e.down}) *w = convert_matrix(m, *w, to);
+  const std::vector<weight*> todo = matrices_to_convert(m, to);
+  if (todo.empty()) return;  // stored in that format already
+  std::uint64_t bytes_in = 0, bytes_out = 0;
+  for (const weight* w : todo) bytes_in += w->n_bytes();
+  const std::string verb = to == dtype::i8 ? "quantiz" : "convert";
+  const std::string target = to == dtype::i8 ? "int8" : std::string(dtype_name(to));
+  load_phase phase(verb + "ing weights to " + target);
+  {
+    load_progress::step step(progress, verb + "ing weights to " + target, static_cast<int>(todo.size()), bytes_in);
+    for (weight* w : todo) {
+      step.throw_if_cancelled();
+      const std::uint64_t n = w->n_bytes();
+      *w = convert_matrix(m, *w, to);
+      bytes_out += w->n_bytes();
+      step.advance(n);
+    }
   }
+  if (tied) m.classifier = m.token_embedding;
+  phase.finish(fmt::format("{}ed {} matrices to {} ({} -> {})", verb, todo.size(), target, bytes_text(bytes_in),
+                           bytes_text(bytes_out)));
 }
 
 }  // namespace pagedserve

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "model/load_phase.hpp"
 #include "pagedserve/gguf_model.hpp"
 #include "pagedserve/hf_model.hpp"
 
@@ -22,10 +23,15 @@ std::expected<std::shared_ptr<const model>, std::string> model_load_any(const st
   in.read(magic, sizeof magic);
   if (in.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0) return gguf_model_load(path, options);
 
+  load_phase phase("mapping the llama2.c checkpoint");
   auto m = llama2c_model_load(path);
-  if (!m || options.weights == weight_format::as_stored || options.weights == weight_format::f32) return m;
+  if (!m) return m;
+  const model_config& c = (*m)->config;
+  phase.finish(fmt::format("mapped llama2.c checkpoint {}, {} (dim {}, {} layers, vocab {}),", path.filename().string(),
+                           bytes_text(std::filesystem::file_size(path, ec)), c.dim, c.n_layers, c.vocab_size));
+  if (options.weights == weight_format::as_stored || options.weights == weight_format::f32) return m;
   auto converted = std::make_shared<model>(**m);  // shares the mapping through storage
-  model_convert_weights(*converted, options.weights);
+  model_convert_weights(*converted, options.weights, options.progress);
   return converted;
 }
 

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "hub/hub_download.hpp"
+#include "model/load_phase.hpp"
 #include "pagedserve/demo_model.hpp"
 #include "pagedserve/gguf_model.hpp"
 #include "pagedserve/hf_tokenizer.hpp"
@@ -24,32 +25,36 @@ bool gguf_file_is(const std::filesystem::path& path) {
 // A GGUF file carries its tokenizer and chat template; the model's EOS ids came from it already.
 std::expected<served_model, std::string> served_gguf(const std::filesystem::path& path,
                                                      std::shared_ptr<const model> weights) {
+  load_phase phase("reading the GGUF tokenizer");
   auto file = gguf_file::open(path);
   if (!file) return std::unexpected(file.error());
   auto tok = gguf_tokenizer_from(*file);
   if (!tok) return std::unexpected("cannot load tokenizer: " + tok.error());
+  phase.finish(fmt::format("read the GGUF tokenizer ({} tokens)", (*tok)->vocab_size()));
   if ((*tok)->vocab_size() > weights->config.vocab_size)
     return std::unexpected(path.string() + ": the tokenizer has " + std::to_string((*tok)->vocab_size()) +
                            " tokens but the model only " + std::to_string(weights->config.vocab_size));
   served_model out{std::move(weights), std::move(*tok), nullptr};
   if (auto text = gguf_chat_template(*file)) {
+    load_phase template_phase("parsing the chat template");
     auto renderer = chat_template::parse(*text);
     if (!renderer) return std::unexpected(path.string() + ": chat template: " + renderer.error());
     const tokenizer& t = *out.vocabulary;
     auto name = [&](token_id id) { return id >= 0 ? std::optional(t.token_text(id)) : std::nullopt; };
     out.chat = std::make_shared<const chat_setup>(chat_setup{std::move(*renderer), name(t.bos_id()), name(t.eos_id())});
+    template_phase.finish("parsed the chat template");
   }
   return out;
 }
 
 // org/name[:TAG]: fetched into the Hugging Face cache, then loaded from there under the repo id (the
 // snapshot folder is named by a commit hash, no name for /v1/models).
-std::expected<served_model, std::string> served_hub_model(const model_paths& paths) {
+std::expected<served_model, std::string> served_hub_model(const model_paths& paths, load_progress* progress) {
   auto local = hub_model_fetch(paths.model, paths.revision);
   if (!local) return std::unexpected(local.error());
   model_paths fetched = paths;
   fetched.model = local->string();
-  auto out = served_model_load(fetched);
+  auto out = served_model_load(fetched, progress);
   if (!out) return out;
   auto named = std::make_shared<model>(*out->weights);  // shares the weights' storage
   named->name = paths.model;
@@ -59,30 +64,36 @@ std::expected<served_model, std::string> served_hub_model(const model_paths& pat
 
 }  // namespace
 
-std::expected<served_model, std::string> served_model_load(const model_paths& paths) {
+std::expected<served_model, std::string> served_model_load(const model_paths& paths, load_progress* progress) {
   if (paths.model.empty()) {
+    load_phase phase("building the demo model");
     auto [m, tok] = demo_model_make();
+    phase.finish("built the random-weight demo model");
     return served_model{std::move(m), std::move(tok), nullptr};
   }
-  if (hub_model_wanted(paths.model)) return served_hub_model(paths);
+  if (hub_model_wanted(paths.model)) return served_hub_model(paths, progress);
   const std::filesystem::path model_path = paths.model;
   const std::optional<weight_format> format = weight_format_parse(paths.quantize);
   if (!format) return std::unexpected("unknown weight format '" + paths.quantize + "' (none, f32, bf16 or int8)");
-  auto m = model_load_any(model_path, {.weights = *format});
+  auto m = model_load_any(model_path, {.weights = *format, .progress = progress});
   if (!m) return std::unexpected("cannot load model: " + m.error());
   if (paths.tokenizer.empty() && gguf_file_is(model_path)) return served_gguf(model_path, std::move(*m));
   // A folder carries its tokenizer; a llama2.c checkpoint looks for tokenizer.bin beside it.
   const bool is_dir = std::filesystem::is_directory(model_path);
   std::filesystem::path tok_path = paths.tokenizer;
   if (tok_path.empty()) tok_path = is_dir ? model_path : model_path.parent_path() / "tokenizer.bin";
+  load_phase tok_phase("reading the tokenizer");
   auto tok = tokenizer_load_any(tok_path, (*m)->config.vocab_size);
   if (!tok) return std::unexpected("cannot load tokenizer: " + tok.error());
+  const std::string tok_name = std::filesystem::is_directory(tok_path) ? "tokenizer.json" : tok_path.filename().string();
+  tok_phase.finish(fmt::format("read tokenizer {} ({} tokens)", tok_name, (*tok)->vocab_size()));
   if ((*tok)->vocab_size() > (*m)->config.vocab_size)
     return std::unexpected("tokenizer " + tok_path.string() + " has " + std::to_string((*tok)->vocab_size()) +
                            " tokens but the model only " + std::to_string((*m)->config.vocab_size));
   served_model out{std::move(*m), std::move(*tok), nullptr};
   const auto config_json = (is_dir ? model_path : tok_path.parent_path()) / "tokenizer_config.json";
   if (std::filesystem::exists(config_json)) {
+    load_phase template_phase("reading tokenizer_config.json");
     auto cfg = chat_template_load(config_json);
     if (!cfg) return std::unexpected(cfg.error());
     if (cfg->chat_template) {
@@ -90,6 +101,8 @@ std::expected<served_model, std::string> served_model_load(const model_paths& pa
       if (!renderer) return std::unexpected(config_json.string() + ": chat template: " + renderer.error());
       out.chat = std::make_shared<const chat_setup>(chat_setup{std::move(*renderer), cfg->bos_token, cfg->eos_token});
     }
+    template_phase.finish(out.chat ? "read tokenizer_config.json and parsed its chat template"
+                                   : "read tokenizer_config.json (no chat template)");
   }
   return out;
 }

@@ -17,8 +17,9 @@ constexpr auto final_flush_limit = std::chrono::seconds(5);
 
 }  // namespace
 
-graceful_shutdown::graceful_shutdown(boost::asio::io_context& io, server& s, engine& e, std::chrono::seconds grace)
-    : io_(io), server_(s), engine_(e), grace_(grace),
+graceful_shutdown::graceful_shutdown(boost::asio::io_context& io, server& s, std::chrono::seconds grace,
+                                     std::stop_source load_stop)
+    : io_(io), server_(s), grace_(grace), load_stop_(std::move(load_stop)),
       strand_(boost::asio::make_strand(io)),
       signals_(strand_, SIGINT, SIGTERM),
       timer_(strand_) {
@@ -39,6 +40,10 @@ void graceful_shutdown::on_signal(int sig) {
   log->info("signal {}: draining {} connections, in-flight requests have {} s to finish (a second signal exits now)",
             sig, server_.n_connections(), grace_.count());
   server_.begin_drain();
+  if (!server_.serving_engine()) {
+    log->info("signal {} while the model loads: abandoning the load", sig);
+    load_stop_.request_stop();
+  }
   signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
     if (!ec) on_signal(sig);
   });
@@ -54,10 +59,11 @@ void graceful_shutdown::poll() {
     io_.stop();
     return;
   }
-  if (!ended_all_ && elapsed >= grace_) {
+  engine* e = server_.serving_engine();
+  if (!ended_all_ && elapsed >= grace_ && e) {
     ended_all_ = true;
     log->warn("shutdown grace of {} s is over: ending the requests still running", grace_.count());
-    engine_.scheduler().tell(finish_all{{"shutting_down", "the server is shutting down and ended this request"}});
+    e->scheduler().tell(finish_all{{"shutting_down", "the server is shutting down and ended this request"}});
   }
   if (elapsed >= grace_ + final_flush_limit) {
     log->warn("{} connections still open {} s after the grace period: stopping anyway", server_.n_connections(),

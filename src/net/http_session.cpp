@@ -25,11 +25,11 @@ bool is_disconnect(const beast::error_code& ec) {
 
 }  // namespace
 
-http_session::http_session(tcp::socket socket, engine& e, const server_config& config,
+http_session::http_session(tcp::socket socket, std::shared_ptr<const serving_state> state, const server_config& config,
                            std::shared_ptr<connection_slot> slot, std::shared_ptr<const static_files> web)
     : socket_(std::move(socket)),
       executor_(socket_.get_executor()),
-      engine_(e),
+      state_(std::move(state)),
       config_(config),
       slot_(std::move(slot)),
       web_(std::move(web)),
@@ -297,7 +297,7 @@ void http_session::upgrade(request req) {
   idle_timer_.cancel();
   write_timer_.cancel();
   slot_->registry().unwatch(this);  // the WebSocket session watches for the drain from here on
-  std::make_shared<ws_session>(std::move(socket_), engine_, config_, std::move(slot_))->run(std::move(req));
+  std::make_shared<ws_session>(std::move(socket_), *engine_, config_, std::move(slot_))->run(std::move(req));
 }
 
 }  // namespace pagedserve::net

@@ -21,6 +21,7 @@
 #include "actors/engine.hpp"
 #include "net/connection_registry.hpp"
 #include "net/net_common.hpp"
+#include "net/serving_state.hpp"
 #include "net/static_files.hpp"
 #include "pagedserve/openai_request.hpp"
 
@@ -38,11 +39,12 @@ using header_list = std::vector<std::pair<std::string, std::string>>;
 
 // Draining (graceful shutdown): requests already read are answered, generations and upgrades get
 // 503 shutting_down, /health 503 "draining", every response closes the connection, and an idle
-// connection closes at once.
+// connection closes at once. Loading (no engine in the serving state yet): every route that needs
+// the model answers 503 model_loading, /health 503 "loading"; /version and the chat page's files work.
 class http_session : public drain_listener, public std::enable_shared_from_this<http_session> {
  public:
-  http_session(tcp::socket socket, engine& e, const server_config& config, std::shared_ptr<connection_slot> slot,
-               std::shared_ptr<const static_files> web);
+  http_session(tcp::socket socket, std::shared_ptr<const serving_state> state, const server_config& config,
+               std::shared_ptr<connection_slot> slot, std::shared_ptr<const static_files> web);
   ~http_session() override;
   void run();
   void on_drain() override;
@@ -93,6 +95,7 @@ class http_session : public drain_listener, public std::enable_shared_from_this<
   void respond_error(const openai::api_error& e);
   void serve_status(bool metrics);
   bool refuse_if_draining(std::string_view path);
+  void refuse_while_loading(const request& req, std::string_view path);
   void serve_models(std::string_view path);
   void serve_tokenize(const request& req);
   void serve_detokenize(const request& req);
@@ -105,7 +108,8 @@ class http_session : public drain_listener, public std::enable_shared_from_this<
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::deque<pending_item> pending_;  // read, not yet answered
-  engine& engine_;
+  std::shared_ptr<const serving_state> state_;
+  engine* engine_ = nullptr;  // from state_ once the model is loaded; every route past loading uses it
   const server_config& config_;
   std::shared_ptr<connection_slot> slot_;  // counts this connection; handed on to a WebSocket session
  public:

@@ -1,6 +1,7 @@
 // Routing of http_session: authorization, CORS, and every endpoint but the generations
 // (sse_generation.cpp). Status codes: 400 bad JSON or arguments, 401 missing or wrong API key on
-// /v1/*, 404 unknown route or model, 405 wrong method, 413 body too large, 429 waiting queue full.
+// /v1/*, 404 unknown route or model, 405 wrong method, 413 body too large, 429 waiting queue full,
+// 503 while the model loads (every route that needs it) or the server drains.
 #include <boost/asio/post.hpp>
 
 #include <unistd.h>
@@ -146,6 +147,8 @@ void http_session::route(request req) {
             {{"WWW-Authenticate", "Bearer"}});
     return;
   }
+  if (!engine_) engine_ = state_->engine_if_ready();
+  if (!engine_ && path != "/version") return refuse_while_loading(req, path);
   if (path == "/v1/ws") {
     if (!websocket::is_upgrade(req))
       return respond_error({400, "/v1/ws takes a WebSocket upgrade", "invalid_request_error", "", "upgrade_required"});
@@ -168,6 +171,18 @@ bool http_session::refuse_if_draining(std::string_view path) {
   return true;
 }
 
+void http_session::refuse_while_loading(const request& req, std::string_view path) {
+  // llama-server's answer while it loads, so load balancers and clients written for it wait here too.
+  if (path == "/health") {
+    std::string body = R"({"status":"loading","replica":)";
+    json_append_string(body, config_.replica_name);
+    body += R"(,"version":")" PAGEDSERVE_VERSION R"("})";
+    return respond(http::status::service_unavailable, "application/json", std::move(body), {{"Retry-After", "1"}});
+  }
+  keep_alive_ = keep_alive_ && !websocket::is_upgrade(req);  // a refused upgrade sends nothing more
+  respond_error({503, "Loading model: retry once GET /health answers 200", "unavailable_error", "", "model_loading"});
+}
+
 bool http_session::authorized(const request& req) const {
   if (config_.api_key.empty()) return true;
   // Browsers cannot set headers on a WebSocket: they offer the key as a subprotocol instead.
@@ -185,11 +200,11 @@ bool http_session::authorized(const request& req) const {
 }
 
 std::string http_session::served_name() const {
-  return config_.served_model_name.empty() ? engine_.served_model().name : config_.served_model_name;
+  return config_.served_model_name.empty() ? engine_->served_model().name : config_.served_model_name;
 }
 
 bool http_session::model_known(std::string_view name) const {
-  return name.empty() || name == served_name() || name == engine_.served_model().name;
+  return name.empty() || name == served_name() || name == engine_->served_model().name;
 }
 
 void http_session::respond(http::status status, std::string_view content_type, std::string body,
@@ -238,12 +253,12 @@ void http_session::serve_static(const request& req, std::string_view path) {
 }
 
 void http_session::serve_status(bool metrics) {
-  engine_.report_status([self = shared_from_this(), metrics](engine_status s) {
+  engine_->report_status([self = shared_from_this(), metrics](engine_status s) {
     asio::post(self->executor_, [self, metrics, s] {
       // Draining: 503 so load balancers stop sending here while in-flight requests finish.
       if (!metrics)
         return self->respond_json(self->draining_ ? http::status::service_unavailable : http::status::ok,
-                                  health_body(self->engine_, s, self->draining_, self->config_.replica_name));
+                                  health_body(*self->engine_, s, self->draining_, self->config_.replica_name));
       engine_gauges g;
       g.running = s.scheduler.running;
       g.waiting = s.scheduler.waiting;
@@ -257,13 +272,13 @@ void http_session::serve_status(bool metrics) {
       g.executor_busy_seconds = s.executor.busy_seconds;
       g.executor_gap_seconds = s.executor.gap_seconds;
       self->respond(http::status::ok, "text/plain; version=0.0.4; charset=utf-8",
-                    self->engine_.metrics().render(g, self->served_name(), self->config_.replica_name));
+                    self->engine_->metrics().render(g, self->served_name(), self->config_.replica_name));
     });
   });
 }
 
 void http_session::serve_models(std::string_view path) {
-  const openai::model_card card{served_name(), engine_.served_model().name, started_at(), engine_.max_sequence_tokens()};
+  const openai::model_card card{served_name(), engine_->served_model().name, started_at(), engine_->max_sequence_tokens()};
   if (path == "/v1/models") return respond_json(http::status::ok, openai::encode_models({card}));
   const std::string_view id = path.substr(std::string_view("/v1/models/").size());
   if (!model_known(id) || id.empty())
@@ -278,28 +293,28 @@ void http_session::serve_tokenize(const request& req) {
   if (!model_known(parsed->model))
     return respond_error({404, "The model '" + parsed->model + "' does not exist", "invalid_request_error", "model",
                           "model_not_found"});
-  const tokenizer& vocab = engine_.vocabulary();
+  const tokenizer& vocab = engine_->vocabulary();
   const std::vector<token_id> ids = vocab.encode(parsed->prompt, parsed->add_special_tokens);
   std::vector<std::string> strs;
   if (parsed->return_token_strs)
     for (const token_id id : ids) strs.push_back(vocab.token_text(id));
   respond_json(http::status::ok,
-               openai::encode_tokenize(ids, engine_.max_sequence_tokens(), parsed->return_token_strs ? &strs : nullptr));
+               openai::encode_tokenize(ids, engine_->max_sequence_tokens(), parsed->return_token_strs ? &strs : nullptr));
 }
 
 void http_session::serve_detokenize(const request& req) {
-  auto parsed = openai::parse_detokenize_request(req.body(), {engine_.vocabulary().vocab_size()});
+  auto parsed = openai::parse_detokenize_request(req.body(), {engine_->vocabulary().vocab_size()});
   if (!parsed) return respond_error(parsed.error());
   if (!model_known(parsed->model))
     return respond_error({404, "The model '" + parsed->model + "' does not exist", "invalid_request_error", "model",
                           "model_not_found"});
-  respond_json(http::status::ok, openai::encode_detokenize(engine_.vocabulary().decode(parsed->tokens, false)));
+  respond_json(http::status::ok, openai::encode_detokenize(engine_->vocabulary().decode(parsed->tokens, false)));
 }
 
 void http_session::serve_generation(openai::endpoint kind, const request& req) {
   openai::parse_limits limits;
-  limits.vocab_size = engine_.vocabulary().vocab_size();
-  limits.defaults = engine_.request_defaults();
+  limits.vocab_size = engine_->vocabulary().vocab_size();
+  limits.defaults = engine_->request_defaults();
   auto parsed = kind == openai::endpoint::completions ? openai::parse_completion_request(req.body(), limits)
                                                       : openai::parse_chat_request(req.body(), limits);
   if (!parsed) return respond_error(parsed.error());
@@ -312,7 +327,7 @@ void http_session::serve_generation(openai::endpoint kind, const request& req) {
   meta.created = std::chrono::duration_cast<std::chrono::seconds>(
                      std::chrono::system_clock::now().time_since_epoch()).count();
   meta.model = parsed->model.empty() ? served_name() : parsed->model;
-  auto generation = std::make_shared<sse_generation>(shared_from_this(), engine_, std::move(*parsed), std::move(meta));
+  auto generation = std::make_shared<sse_generation>(shared_from_this(), *engine_, std::move(*parsed), std::move(meta));
   exchange_ = generation;
   generation->start();
 }

@@ -11,6 +11,7 @@
 #include "actors/logger.hpp"
 #include "net/connection_registry.hpp"
 #include "net/http_session.hpp"
+#include "net/serving_state.hpp"
 #include "net/static_files.hpp"
 
 namespace pagedserve {
@@ -60,11 +61,11 @@ std::string web_root(const server_config& config) {
 
 // Accepts connections, each on its own strand, and hands them to an http_session.
 struct server::listener : std::enable_shared_from_this<listener> {
-  listener(boost::asio::io_context& io, engine& e, const server_config& config,
+  listener(boost::asio::io_context& io, std::shared_ptr<const net::serving_state> state, const server_config& config,
            std::shared_ptr<net::connection_registry> connections)
       : io(io),
         acceptor(boost::asio::make_strand(io)),
-        engine_(e),
+        state(std::move(state)),
         config(config),
         connections(std::move(connections)),
         web(std::make_shared<const net::static_files>(web_root(config))) {}
@@ -95,7 +96,7 @@ struct server::listener : std::enable_shared_from_this<listener> {
         refuse_connection(std::move(socket), opened == open_result::client_full);
       } else {
         auto slot = std::make_shared<net::connection_slot>(self->connections, client);
-        std::make_shared<net::http_session>(std::move(socket), self->engine_, self->config, std::move(slot),
+        std::make_shared<net::http_session>(std::move(socket), self->state, self->config, std::move(slot),
                                             self->web)->run();
       }
       self->do_accept();
@@ -104,17 +105,18 @@ struct server::listener : std::enable_shared_from_this<listener> {
 
   boost::asio::io_context& io;
   net::tcp::acceptor acceptor;
-  engine& engine_;
+  std::shared_ptr<const net::serving_state> state;
   const server_config& config;
   std::shared_ptr<net::connection_registry> connections;
   std::shared_ptr<const net::static_files> web;  // the chat page at /
 };
 
-server::server(boost::asio::io_context& io, engine& e, const server_config& config)
+server::server(boost::asio::io_context& io, const server_config& config)
     : io_(io),
-      engine_(e),
+      state_(std::make_shared<net::serving_state>()),
       config_(config),
       connections_(std::make_shared<net::connection_registry>(config.max_connections, config.max_connections_per_client)) {}
+
 
 server::~server() { stop(); }
 
@@ -122,7 +124,7 @@ std::expected<unsigned short, std::string> server::start() {
   net::beast::error_code ec;
   const auto address = boost::asio::ip::make_address(config_.host, ec);
   if (ec) return std::unexpected("bad host '" + config_.host + "': " + ec.message());
-  listener_ = std::make_shared<listener>(io_, engine_, config_, connections_);
+  listener_ = std::make_shared<listener>(io_, state_, config_, connections_);
   const net::tcp::endpoint endpoint(address, static_cast<unsigned short>(config_.port));
   auto& a = listener_->acceptor;
   if (a.open(endpoint.protocol(), ec); ec) return std::unexpected("open: " + ec.message());
@@ -141,6 +143,10 @@ std::expected<unsigned short, std::string> server::start() {
                               web_root(config_));
   return port;
 }
+
+void server::serve(engine& e) { state_->set_ready(e); }
+
+engine* server::serving_engine() const { return state_->engine_if_ready(); }
 
 void server::stop() {
   if (!listener_) return;

@@ -156,6 +156,11 @@ inline process_result cli_generate(const std::string& prompt, int max_tokens) {
       30s);
 }
 
+// What a server_process's constructor waits for: the model served (the "serving ... on
+// http://127.0.0.1:PORT" line, then GET /health 200), or only the listening socket (the "listening on
+// 127.0.0.1:PORT" line, logged before the model loads).
+enum class server_wait { ready, listening };
+
 // A `pagedserve serve` child on 127.0.0.1 and a port the kernel picks (--port 0; the port is
 // read from the "serving ... on http://127.0.0.1:PORT" log line). Its stderr is drained by a
 // thread all along, so the server can never block on a full pipe. Every deadline here is stretched by
@@ -164,7 +169,8 @@ class server_process {
  public:
   // extra_args are appended to the command line (later flags win over earlier ones). The replica is
   // named "e2e" unless extra_args say otherwise.
-  explicit server_process(std::vector<std::string> extra_args = {}, std::chrono::milliseconds startup = 10s) {
+  explicit server_process(std::vector<std::string> extra_args = {}, std::chrono::milliseconds startup = 10s,
+                          server_wait wait = server_wait::ready) {
     std::vector<std::string> argv = {test::server_binary().string(),
                                      "serve",
                                      "--model",
@@ -191,15 +197,15 @@ class server_process {
       return;
     }
     drain_ = std::thread([this] { drain_stderr(); });
-    if (!wait_for_port(deadline)) return;
-    wait_for_health(deadline);
+    if (!wait_for_port(deadline, wait)) return;
+    if (wait == server_wait::ready) wait_for_health(deadline);
   }
 
   ~server_process() { stop(); }
   server_process(const server_process&) = delete;
   server_process& operator=(const server_process&) = delete;
 
-  // True once /health has answered 200.
+  // True once /health has answered 200 (server_wait::ready only).
   bool ready() const { return ready_; }
   // Why the server is not ready, with its stderr so far.
   std::string error() const { return error_ + "\n--- server stderr ---\n" + log(); }
@@ -260,8 +266,10 @@ class server_process {
     }
   }
 
-  bool wait_for_port(steady::time_point deadline) {
-    static const std::regex serving(R"(serving '.*' .*on http://127\.0\.0\.1:(\d+))");
+  bool wait_for_port(steady::time_point deadline, server_wait wait) {
+    static const std::regex serving_line(R"(serving '.*' .*on http://127\.0\.0\.1:(\d+))");
+    static const std::regex listening_line(R"(listening on 127\.0\.0\.1:(\d+))");
+    const std::regex& serving = wait == server_wait::ready ? serving_line : listening_line;
     std::unique_lock lock(mu_);
     std::smatch m;
     const bool found = cv_.wait_until(lock, deadline, [&] { return eof_ || std::regex_search(log_, m, serving); });
@@ -270,8 +278,9 @@ class server_process {
       return true;
     }
     if (eof_ && std::regex_search(log_, m, serving)) port_ = static_cast<unsigned short>(std::stoi(m[1].str()));
-    error_ =
-        eof_ ? "server exited during start-up" : "no 'serving ... on http://127.0.0.1:PORT' line within the deadline";
+    error_ = eof_ ? "server exited during start-up"
+                  : std::string("no '") + (wait == server_wait::ready ? "serving ... on http://" : "listening on ") +
+                        "127.0.0.1:PORT' line within the deadline";
     return false;
   }
 

@@ -1,0 +1,25 @@
+#pragma once
+// Whether the server has a model to serve yet. The socket listens before the model loads (so
+// load balancers and clients see 503 "loading" rather than a refused connection); the server and
+// every session share one serving_state, and each request reads it to learn whether the engine is
+// there. Set once, never unset.
+#include <atomic>
+
+namespace pagedserve {
+class engine;
+}
+
+namespace pagedserve::net {
+
+class serving_state {
+ public:
+  // Null while the model loads.
+  engine* engine_if_ready() const { return engine_.load(std::memory_order_acquire); }
+  // The model is loaded: requests from now on reach e (which outlives every session's use of it).
+  void set_ready(engine& e) { engine_.store(&e, std::memory_order_release); }
+
+ private:
+  std::atomic<engine*> engine_{nullptr};
+};
+
+}  // namespace pagedserve::net
