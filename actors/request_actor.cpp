@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "actors/logger.hpp"
+#include "pagedserve/chat_prompt.hpp"
 
 namespace pagedserve {
 
@@ -27,10 +28,13 @@ std::expected<std::vector<token_id>, std::string> request_actor::render_prompt()
     ctx.bos_token = chat->bos_token;
     ctx.eos_token = chat->eos_token;
     ctx.now = std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
-    auto rendered = chat->renderer.render(ctx);
-    if (!rendered) return std::unexpected("chat template: " + rendered.error());
-    // The template writes BOS and special tokens as text; the tokenizer matches them.
-    return engine_.vocabulary().encode(*rendered, false);
+    // The template writes BOS and special tokens as text; the tokenizer matches them, and those typed
+    // into contents as the server is configured to.
+    const auto mode = special_tokens_in_content_from(engine_.config().special_tokens_in_content);
+    auto ids = chat_prompt_encode(chat->renderer, std::move(ctx), engine_.vocabulary(),
+                                  mode.value_or(special_tokens_in_content::parse));
+    if (!ids) return std::unexpected("chat template: " + ids.error());
+    return ids;
   }
   // llama2.c models carry no chat template: the conversation is their contents, one per line.
   std::string text;

@@ -27,7 +27,7 @@ std::string cli_usage() {
                       [--kv-blocks N] [--block-size N] [--max-num-seqs N] [--max-num-batched-tokens N]
                       [--max-decode-slowdown X] [--prefix-caching on|off] [--kv-cache-dtype f32|f16]
                       [--threads N] [--kernels auto|scalar|avx2|avx2_vnni|avx512|avx512_vnni|avx512_bf16] [--quantize none|bf16|int8]
-                      [--generation-config auto|vllm] [--log-level L]
+                      [--generation-config auto|vllm] [--special-tokens-in-content parse|text] [--log-level L]
                       [--max-waiting N] [--max-body-bytes N] [--api-key KEY] [--cors-allow-origin O]
                       [--served-model-name NAME] [--max-connections N] [--max-connections-per-client N]
                       [--max-waiting-per-client N] [--max-requests-per-socket N]
@@ -99,6 +99,7 @@ std::expected<cli_options, std::vector<std::string>> cli_parse(int argc, char** 
     else if (name == "kernels") c.engine.kernels = value;
     else if (name == "kv-cache-dtype") c.engine.kv_cache_dtype = value;
     else if (name == "generation-config") c.engine.generation_config = value;
+    else if (name == "special-tokens-in-content") c.engine.special_tokens_in_content = value;
     else if (name == "quantize") c.model.quantize = value;
     else if (name == "log-level") c.log_level = value;
     else if (name == "io-threads") ok = parse_number(value, c.server.io_threads);

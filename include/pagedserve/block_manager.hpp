@@ -45,8 +45,10 @@ class block_manager {
   // Records that full blocks first_block... of the sequence hold computed K/V: `tokens` are their
   // tokens (a multiple of block_size), continuing the blocks already recorded. Other prompts may reuse them.
   void commit_full_blocks(request_id seq, int first_block, std::span<const token_id> tokens);
-  // Drops the sequence's references; unknown ids are ignored.
-  void free_sequence(request_id seq);
+  // Drops the sequence's references; unknown ids are ignored. A reference the table holds but the
+  // block's count has already lost (a bookkeeping bug) is skipped, not dropped twice, and described
+  // in the result so the caller can report it; every other block is freed as usual.
+  std::optional<std::string> free_sequence(request_id seq);
 
   const std::vector<block_id>& table(request_id seq) const;
   bool has_sequence(request_id seq) const { return seqs_.contains(seq); }
@@ -69,6 +71,7 @@ class block_manager {
 
   // Every block is free (refcount 0, in the free queue once) or referenced exactly refcount times by
   // tables; every cache entry names a block carrying that hash. The first violation, or nothing.
+  // O(blocks + table entries): a test and debug-build facility, never on a release build's hot path.
   std::optional<std::string> find_invariant_violation() const;
 
  private:

@@ -63,6 +63,12 @@ struct chat_template_limits {
                                                // calls included: bounds stack use (about 2 KiB each)
   std::int64_t max_loop_iterations = 1000000;  // for-loop iterations over the whole render
   std::size_t max_output_bytes = 16u << 20;    // the rendered text, and any one string or list made on the way
+  std::int64_t max_range_items = 100000;       // items one range() call may make
+  // Bounds on the work of one render, which a message's content must not be able to make unbounded
+  // (the template is trusted config; the messages are not): statements and expressions evaluated,
+  // and the bytes/items of every string and list built on the way, summed.
+  std::int64_t max_render_steps = 10000000;
+  std::uint64_t max_built_bytes = 256u << 20;
 };
 
 // A parsed template. Immutable and cheap to copy (the program is shared), so one instance per

@@ -60,6 +60,10 @@ struct engine_config {
   // max_new_tokens); "vllm" uses the server's own (temperature 1, no truncation). The file's
   // eos_token_id ends generation either way.
   std::string generation_config = "auto";
+  // Special-token strings (<|im_end|>, <|eot_id|>, ...) typed into a chat message's content: "parse"
+  // makes them control tokens (Hugging Face's and vLLM's default, so a user can close a turn or open
+  // a system one); "text" tokenizes them as the characters they are. The template's own stay special.
+  std::string special_tokens_in_content = "parse";
 };
 
 struct model_paths {

@@ -5,6 +5,7 @@
 //
 // Like OpenAI's API, an argument this server does not know is a 400 ("Unrecognized request
 // argument"), so a typo never silently changes what is generated.
+#include <cstddef>
 #include <cstdint>
 #include <expected>
 #include <optional>
@@ -34,6 +35,10 @@ struct prompt_input {
   std::optional<std::string> text;
   std::vector<token_id> ids;  // when text is empty
 };
+
+// logit_bias names at most this many distinct tokens (OpenAI's documented bound; the sampler adds
+// each entry to every token's logits).
+inline constexpr std::size_t max_logit_bias_entries = 300;
 
 // What the parsers need to know about the served model.
 struct parse_limits {

@@ -16,6 +16,12 @@
 
 namespace pagedserve {
 
+// Bytes [begin, end) of a text.
+struct text_range {
+  std::size_t begin = 0, end = 0;
+  friend bool operator==(const text_range&, const text_range&) = default;
+};
+
 class tokenizer {
  public:
   virtual ~tokenizer() = default;
@@ -39,6 +45,16 @@ class tokenizer {
   virtual bool is_special(token_id id) const { return id == bos_id() || id == eos_id(); }
   // The id of a vocabulary or added-token string such as "<|im_end|>", if the tokenizer has one.
   virtual std::optional<token_id> token_to_id(std::string_view text) const { return std::nullopt; }
+  // Where encode() may turn text into special (control) tokens: the byte ranges of special-token
+  // strings in it, leftmost-longest as encode() matches them, in linear time.
+  virtual std::vector<text_range> find_special_tokens(std::string_view text) const { return {}; }
+  // encode(), except that a special token overlapping one of the `literal` byte ranges of text
+  // (sorted, disjoint) is encoded as the ordinary text it is written with (Hugging Face's
+  // split_special_tokens, there only): a user cannot type a control token into a chat message.
+  virtual std::vector<token_id> encode_with_literal_ranges(std::string_view text, bool add_bos,
+                                                           std::span<const text_range> literal) const {
+    return encode(text, add_bos);
+  }
   // The vocabulary string of id as written in the tokenizer file (byte-level tokens in GPT-2
   // form, e.g. "\u0120world"); by default the bytes it decodes to at the start of a sequence.
   virtual std::string token_text(token_id id) const { return decode_piece(-1, id); }

@@ -51,5 +51,9 @@ std::string encode_error_frame(const std::optional<std::string>& id, std::string
 
 // Appends s to out as a JSON string literal (quotes included). s must be valid UTF-8.
 void json_append_string(std::string& out, std::string_view s);
+// Appends v as a JSON number, the shortest text that reads back as the float. JSON has no NaN or
+// infinities: -inf (a logprob of a token the sampler ruled out) becomes -9999.0, which the OpenAI
+// SDKs read as "never", and NaN or +inf become 0. Every encoder (WebSocket and OpenAI) writes floats here.
+void json_append_number(std::string& out, float v);
 
 }  // namespace pagedserve

@@ -2,6 +2,8 @@
 // official SDKs send null for "not given"); any other value must have the documented type and range.
 #include "pagedserve/openai_request.hpp"
 
+#include <unordered_map>
+
 #include "api/openai_params.hpp"
 
 namespace pagedserve::openai {
@@ -9,8 +11,12 @@ namespace {
 
 using namespace detail;
 
+// A JSON object's duplicate keys mean its last value (as Python's json and OpenAI read them), so a
+// body repeating one token id 130k times yields one entry, and the distinct ids are bounded as OpenAI
+// documents: the sampler applies every entry to every token it samples.
 maybe_error read_logit_bias(element e, int vocab_size, std::vector<std::pair<token_id, float>>& out) {
   if (e.type() != element_type::OBJECT) return wrong_type("logit_bias", "an object of token id -> bias");
+  std::unordered_map<token_id, std::size_t> index;  // token id -> its entry in out
   for (auto [key, value] : simdjson::dom::object(e)) {
     long long id = -1;
     std::size_t used = 0;
@@ -23,7 +29,15 @@ maybe_error read_logit_bias(element e, int vocab_size, std::vector<std::pair<tok
       return bad_param("logit_bias", "logit_bias keys must be token ids in [0, " + std::to_string(vocab_size) + ")");
     double bias = 0;
     if (auto err = read_number(value, "logit_bias", -100.0, 100.0, bias)) return err;
-    out.emplace_back(static_cast<token_id>(id), static_cast<float>(bias));
+    const auto t = static_cast<token_id>(id);
+    if (auto it = index.find(t); it != index.end()) {
+      out[it->second].second = static_cast<float>(bias);
+      continue;
+    }
+    if (out.size() >= max_logit_bias_entries)
+      return bad_param("logit_bias", "logit_bias may name at most " + std::to_string(max_logit_bias_entries) + " tokens");
+    index.emplace(t, out.size());
+    out.emplace_back(t, static_cast<float>(bias));
   }
   return std::nullopt;
 }

@@ -2,24 +2,13 @@
 // UTF-8 (the incremental detokenizer guarantees it; token pieces go through utf8_sanitize).
 #include "pagedserve/openai_response.hpp"
 
-#include <charconv>
 #include <cmath>
 #include <random>
 
-#include "pagedserve/ws_protocol.hpp"  // json_append_string
+#include "pagedserve/ws_protocol.hpp"  // json_append_string, json_append_number
 
 namespace pagedserve::openai {
 namespace {
-
-void append_number(std::string& out, float v) {  // shortest text that reads back as the float
-  if (!std::isfinite(v)) {  // JSON has no infinities: the SDKs read -9999 as "never"
-    out += v < 0 ? "-9999.0" : "0";
-    return;
-  }
-  char buf[64];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, ec == std::errc{} ? end : buf);
-}
 
 void append_head(std::string& out, const response_meta& m, std::string_view object) {
   out += R"({"id":)";
@@ -152,7 +141,7 @@ std::string encode_logprobs(endpoint kind, const choice_piece& c, const tokenize
       out += R"({"token":)";
       json_append_string(out, utf8_sanitize(raw));
       out += R"(,"logprob":)";
-      append_number(out, c.logprobs[i].logprob);
+      json_append_number(out, c.logprobs[i].logprob);
       out += R"(,"bytes":)";
       append_bytes(out, raw);
       out += R"(,"top_logprobs":[)";
@@ -163,7 +152,7 @@ std::string encode_logprobs(endpoint kind, const choice_piece& c, const tokenize
         out += R"({"token":)";
         json_append_string(out, utf8_sanitize(alt_raw));
         out += R"(,"logprob":)";
-        append_number(out, lp);
+        json_append_number(out, lp);
         out += R"(,"bytes":)";
         append_bytes(out, alt_raw);
         out += "}";
@@ -181,14 +170,14 @@ std::string encode_logprobs(endpoint kind, const choice_piece& c, const tokenize
     tokens += sep;
     json_append_string(tokens, text);
     values += sep;
-    append_number(values, c.logprobs[i].logprob);
+    json_append_number(values, c.logprobs[i].logprob);
     tops += sep;
     tops += '{';
     for (std::size_t k = 0; k < c.logprobs[i].top.size(); ++k) {
       if (k) tops += ',';
       json_append_string(tops, utf8_sanitize(piece(c.logprobs[i].top[k].first)));
       tops += ':';
-      append_number(tops, c.logprobs[i].top[k].second);
+      json_append_number(tops, c.logprobs[i].top[k].second);
     }
     tops += '}';
     offsets += sep + std::to_string(offset);

@@ -4,6 +4,7 @@
 
 #include <simdjson.h>
 
+#include <charconv>
 #include <cmath>
 
 #include "api/request_fields.hpp"
@@ -152,6 +153,16 @@ void json_append_string(std::string& out, std::string_view s) {
   out.push_back('"');
 }
 
+void json_append_number(std::string& out, float v) {
+  if (!std::isfinite(v)) {
+    out += v < 0 ? "-9999.0" : "0";
+    return;
+  }
+  char buf[64];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, ec == std::errc{} ? end : buf);
+}
+
 std::string encode_token_frame(std::string_view id, const token_event& e) {
   std::string out = R"({"type":"token","id":)";
   json_append_string(out, id);
@@ -167,10 +178,14 @@ std::string encode_token_frame(std::string_view id, const token_event& e) {
     out += R"(,"logprobs":[)";
     for (std::size_t i = 0; i < e.logprobs.size(); ++i) {
       if (i) out.push_back(',');
-      out += R"({"logprob":)" + std::to_string(e.logprobs[i].logprob) + R"(,"top":[)";
+      out += R"({"logprob":)";
+      json_append_number(out, e.logprobs[i].logprob);
+      out += R"(,"top":[)";
       for (std::size_t k = 0; k < e.logprobs[i].top.size(); ++k) {
         if (k) out.push_back(',');
-        out += "[" + std::to_string(e.logprobs[i].top[k].first) + "," + std::to_string(e.logprobs[i].top[k].second) + "]";
+        out += "[" + std::to_string(e.logprobs[i].top[k].first) + ",";
+        json_append_number(out, e.logprobs[i].top[k].second);
+        out += "]";
       }
       out += "]}";
     }

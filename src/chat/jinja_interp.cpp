@@ -20,10 +20,13 @@ result<std::string> interpreter::render(const body& b) {
   return std::move(out_);
 }
 
-result<void> interpreter::check_size(std::size_t n) const {
+result<void> interpreter::check_size(std::size_t n) {
   if (n > limits_.max_output_bytes)
     return fail("value of " + std::to_string(n) + " bytes/items exceeds the limit of " +
                 std::to_string(limits_.max_output_bytes));
+  n_built_ += n;
+  if (n_built_ > limits_.max_built_bytes)
+    return fail("template built more than " + std::to_string(limits_.max_built_bytes) + " bytes/items in total");
   return {};
 }
 
@@ -109,6 +112,8 @@ result<flow> interpreter::exec(const body& b) {
 result<void> interpreter::enter() {
   if (eval_depth_ >= limits_.max_eval_depth)
     return fail("template evaluation nested deeper than " + std::to_string(limits_.max_eval_depth));
+  if (++n_steps_ > limits_.max_render_steps)
+    return fail("template rendering took more than " + std::to_string(limits_.max_render_steps) + " steps");
   ++eval_depth_;
   return {};
 }

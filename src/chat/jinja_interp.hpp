@@ -22,8 +22,10 @@ class interpreter {
 
   result<std::string> render(const body& b);
   result<value> call(const value& callee, call_args&& args);
-  // Error unless a string or list of this many bytes/items stays within the limits.
-  result<void> check_size(std::size_t n) const;
+  // Error unless a string or list of this many bytes/items stays within the limits, the render's
+  // total built so far included (each call adds n to it).
+  result<void> check_size(std::size_t n);
+  const chat_template_limits& limits() const { return limits_; }
   std::chrono::sys_seconds now() const { return now_; }
 
  private:
@@ -73,6 +75,8 @@ class interpreter {
   std::size_t scope_base_ = 1;  // lookups see frames_[scope_base_..] and the root (a macro sees no caller locals)
   std::string out_;
   std::int64_t n_iterations_ = 0;
+  std::int64_t n_steps_ = 0;       // enter() calls over the whole render, bounded by limits_.max_render_steps
+  std::uint64_t n_built_ = 0;      // bytes/items check_size approved, bounded by limits_.max_built_bytes
   int call_depth_ = 0;
   int eval_depth_ = 0;    // nested exec_stmt/eval calls, bounded by limits_.max_eval_depth
   bool located_ = false;  // the error being returned already names its line

@@ -250,6 +250,25 @@ result<value> item_get(const value& obj, const value& key) {
   return value(undefined_t{object_name(obj) + " has no element " + to_repr(key)});
 }
 
+// How many values range(start, stop, step) yields (step != 0), computed without overflow for any
+// int64 bounds, or an error naming range() when that exceeds max_items.
+static result<std::uint64_t> range_length(std::int64_t start, std::int64_t stop, std::int64_t step, std::int64_t max_items) {
+  std::uint64_t span = 0, stride = 0;  // |stop - start| and |step| as unsigned: exact even at INT64_MIN/MAX
+  if (step > 0 && start < stop) {
+    span = static_cast<std::uint64_t>(stop) - static_cast<std::uint64_t>(start);
+    stride = static_cast<std::uint64_t>(step);
+  } else if (step < 0 && start > stop) {
+    span = static_cast<std::uint64_t>(start) - static_cast<std::uint64_t>(stop);
+    stride = 0 - static_cast<std::uint64_t>(step);
+  } else {
+    return 0;
+  }
+  const std::uint64_t n = (span - 1) / stride + 1;
+  if (n > static_cast<std::uint64_t>(max_items))
+    return fail("range() of " + std::to_string(n) + " items exceeds the limit of " + std::to_string(max_items));
+  return n;
+}
+
 void globals_add(dict& root) {
   root.set("range", bound("range", [](interpreter& in, call_args&& a) -> result<value> {
              if (!a.keyword.empty() || a.positional.empty() || a.positional.size() > 3)
@@ -260,11 +279,14 @@ void globals_add(dict& root) {
              }
              if (a.positional.size() == 1) v[1] = v[0], v[0] = 0;
              if (v[2] == 0) return fail("range() arg 3 must not be zero");
-             const double n = std::max(
-                 0.0, std::ceil((static_cast<double>(v[1]) - static_cast<double>(v[0])) / static_cast<double>(v[2])));
+             JINJA_TRY(const std::uint64_t n, range_length(v[0], v[1], v[2], in.limits().max_range_items));
              JINJA_CHECK(in.check_size(static_cast<std::size_t>(n)));
              list out;
-             for (std::int64_t x = v[0]; v[2] > 0 ? x < v[1] : x > v[1]; x += v[2]) out.emplace_back(x);
+             out.reserve(n);
+             // start + i*step in unsigned arithmetic: every value lies between start and stop, so the
+             // wrapped sum is exact and no step can overflow past stop into an endless loop.
+             for (std::uint64_t i = 0; i < n; ++i)
+               out.emplace_back(static_cast<std::int64_t>(static_cast<std::uint64_t>(v[0]) + i * static_cast<std::uint64_t>(v[2])));
              return out;
            }));
   root.set("namespace", bound("namespace", [](interpreter&, call_args&& a) -> result<value> {

@@ -94,7 +94,8 @@ std::expected<config, std::vector<std::string>> config_load(const std::filesyste
         .field("max_waiting_per_client", c.engine.max_waiting_per_client).field("threads", c.engine.threads).field("kernels", c.engine.kernels)
         .field("max_decode_slowdown", c.engine.max_decode_slowdown)
         .field("prefix_caching", c.engine.prefix_caching).field("kv_cache_dtype", c.engine.kv_cache_dtype)
-        .field("generation_config", c.engine.generation_config);
+        .field("generation_config", c.engine.generation_config)
+        .field("special_tokens_in_content", c.engine.special_tokens_in_content);
     r.reject_unknown();
   }
   if (auto s = section("model")) {
@@ -146,6 +147,8 @@ std::vector<std::string> config_validate(const config& c) {
     e.push_back("engine.generation_config must be auto or vllm (got '" + c.engine.generation_config + "')");
   if (c.engine.kv_cache_dtype != "f32" && c.engine.kv_cache_dtype != "f16")
     e.push_back("engine.kv_cache_dtype must be f32 or f16 (got '" + c.engine.kv_cache_dtype + "')");
+  if (c.engine.special_tokens_in_content != "parse" && c.engine.special_tokens_in_content != "text")
+    e.push_back("engine.special_tokens_in_content must be parse or text (got '" + c.engine.special_tokens_in_content + "')");
   if (c.engine.threads < 0) e.push_back("engine.threads must be >= 0");
   if (c.engine.kernels != "auto" && c.engine.kernels != "scalar" && c.engine.kernels != "avx2" &&
       c.engine.kernels != "avx2_vnni" && c.engine.kernels != "avx512" && c.engine.kernels != "avx512_vnni" &&

@@ -170,15 +170,23 @@ void block_manager::commit_full_blocks(request_id seq, int first_block, std::spa
   }
 }
 
-void block_manager::free_sequence(request_id seq) {
+std::optional<std::string> block_manager::free_sequence(request_id seq) {
   auto it = seqs_.find(seq);
-  if (it == seqs_.end()) return;
+  if (it == seqs_.end()) return std::nullopt;
+  std::optional<std::string> violation;
   // Last blocks first: under LRU they are the least likely to be shared by another prompt.
   for (auto b = it->second.table.rbegin(); b != it->second.table.rend(); ++b) {
-    ps_check(refcount_[b->value] > 0, "block_manager: double free of a block");
+    if (refcount_[b->value] <= 0) [[unlikely]] {
+      // The table names a block it no longer holds. Dropping it again would queue it twice; leaving
+      // it alone keeps the pool sound for every other sequence, and the caller reports the bug.
+      violation = "sequence " + std::to_string(seq.value) + " freed block " + std::to_string(b->value) +
+                  " whose refcount is already " + std::to_string(refcount_[b->value]);
+      continue;
+    }
     if (--refcount_[b->value] == 0) free_queue_push_back(b->value);
   }
   seqs_.erase(it);
+  return violation;
 }
 
 const std::vector<block_id>& block_manager::table(request_id seq) const {

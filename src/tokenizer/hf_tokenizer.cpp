@@ -43,16 +43,19 @@ void hf_tokenizer::encode_segment(std::string_view text, bool first, std::vector
   }
 }
 
-std::vector<token_id> hf_tokenizer::encode_plain(std::string_view text) const {
+std::vector<token_id> hf_tokenizer::encode_plain(std::string_view text, std::span<const text_range> literal) const {
   // Hugging Face only ever sees valid UTF-8 (a Rust String); invalid bytes become U+FFFD here.
   std::string sanitized;
+  std::vector<text_range> whole;
   if (!utf8_valid(text)) {
     sanitized = utf8_sanitize(text);
     text = sanitized;
+    // The ranges' offsets moved: keep every special token in the text literal rather than trust them.
+    if (!literal.empty()) literal = whole = {text_range{0, text.size()}};
   }
   std::vector<segment> segments;
   if (added_.any(false))
-    added_.split(text, false, segments);
+    added_.split(text, false, segments, literal);
   else
     segments.push_back({text, -1});
   std::vector<token_id> out;
@@ -70,6 +73,17 @@ std::vector<token_id> hf_tokenizer::encode(std::string_view text, bool add_bos) 
   std::vector<token_id> ids = encode_plain(text);
   if (add_bos && settings_.add_bos && settings_.bos >= 0) ids.insert(ids.begin(), settings_.bos);
   return ids;
+}
+
+std::vector<token_id> hf_tokenizer::encode_with_literal_ranges(std::string_view text, bool add_bos,
+                                                               std::span<const text_range> literal) const {
+  std::vector<token_id> ids = encode_plain(text, literal);
+  if (add_bos && settings_.add_bos && settings_.bos >= 0) ids.insert(ids.begin(), settings_.bos);
+  return ids;
+}
+
+std::vector<text_range> hf_tokenizer::find_special_tokens(std::string_view text) const {
+  return added_.find_special(text);
 }
 
 std::vector<token_id> hf_tokenizer::encode_with_special_tokens(std::string_view text) const {

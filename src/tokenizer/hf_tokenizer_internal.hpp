@@ -11,6 +11,7 @@
 #include <expected>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -126,14 +127,26 @@ class added_vocab {
  public:
   void add(added_token t);
   void finish();  // indexes the tokens; call once after the last add()
-  // Splits text with the tokens whose `normalized` flag equals `normalized`.
-  void split(std::string_view text, bool normalized, std::vector<segment>& out) const;
+  // Splits text with the tokens whose `normalized` flag equals `normalized`. A special token that
+  // overlaps one of the `literal` byte ranges of text (sorted, disjoint) is left as ordinary text.
+  void split(std::string_view text, bool normalized, std::vector<segment>& out,
+             std::span<const text_range> literal = {}) const;
+  // The ranges of the special tokens split() would see in raw text (ignoring single_word and strips).
+  std::vector<text_range> find_special(std::string_view text) const;
   const std::vector<added_token>& tokens() const { return tokens_; }
   bool any(bool normalized) const { return normalized ? n_normalized_ > 0 : n_raw_ > 0; }
 
  private:
+  // The longest token with that `normalized` flag starting at text[pos], or null.
+  const added_token* longest_at(std::string_view text, std::size_t pos, bool normalized) const;
+
+  // A byte trie over the tokens' contents; node 0 is the root.
+  struct trie_node {
+    std::vector<std::pair<unsigned char, std::uint32_t>> next;  // (byte, child node), sorted by byte
+    std::array<std::int32_t, 2> token{-1, -1};                 // index into tokens_ ending here: [raw, normalized]
+  };
   std::vector<added_token> tokens_;
-  std::array<std::vector<std::uint32_t>, 256> by_first_byte_;  // indices into tokens_, longest first
+  std::vector<trie_node> nodes_;
   std::size_t n_normalized_ = 0, n_raw_ = 0;
 };
 
@@ -259,10 +272,13 @@ class hf_tokenizer final : public tokenizer {
   bool is_special(token_id id) const override;
   std::optional<token_id> token_to_id(std::string_view text) const override;
   std::string token_text(token_id id) const override;
+  std::vector<text_range> find_special_tokens(std::string_view text) const override;
+  std::vector<token_id> encode_with_literal_ranges(std::string_view text, bool add_bos,
+                                                   std::span<const text_range> literal) const override;
 
  private:
   // encode() without BOS: added tokens, then normalize, pre-tokenize and BPE each other segment.
-  std::vector<token_id> encode_plain(std::string_view text) const;
+  std::vector<token_id> encode_plain(std::string_view text, std::span<const text_range> literal = {}) const;
   void encode_segment(std::string_view text, bool first, std::vector<token_id>& out) const;
 
   normalizer normalizer_;

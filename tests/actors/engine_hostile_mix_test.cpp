@@ -28,6 +28,7 @@ TEST(engine, hostile_mixes_over_a_pool_smaller_than_the_context_end_and_leak_not
     cfg.max_num_seqs = 8;
     cfg.max_num_batched_tokens = 64;
     engine e(io.get_executor(), *m, vocabulary, cfg);
+    e.kv_allocator().check_invariants_on_free(true);  // the whole pool, after every free
     const int context = e.max_sequence_tokens();
     ASSERT_EQ(context, kv_blocks * 16);
     auto link = std::make_shared<test::recording_link>();

@@ -44,6 +44,7 @@ TEST(engine, eight_prompts_batched_equal_each_alone) {
     cfg.kv_blocks = 256;
     cfg.max_num_batched_tokens = chunk_budget;
     engine e(io.get_executor(), s.weights, s.vocabulary, cfg);
+    e.kv_allocator().check_invariants_on_free(true);  // the whole pool, after every free
     auto link = std::make_shared<test::recording_link>();
     for (std::size_t i = 0; i < eight_prompts.size(); ++i)
       test::start_request(e, link, "r" + std::to_string(i), eight_prompts[i], greedy(80));

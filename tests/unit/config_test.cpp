@@ -56,6 +56,19 @@ TEST(config, the_kv_cache_dtype_is_read_and_checked) {
   EXPECT_NE(errors.front().find("kv_cache_dtype must be f32 or f16"), std::string::npos) << errors.front();
 }
 
+TEST(config, special_tokens_in_content_is_read_and_checked) {
+  EXPECT_EQ(config{}.engine.special_tokens_in_content, "parse");  // Hugging Face's and vLLM's default
+  auto c = config_load(write_temp("s.json", R"({"engine":{"special_tokens_in_content":"text"}})"));
+  ASSERT_TRUE(c.has_value()) << c.error().front();
+  EXPECT_EQ(c->engine.special_tokens_in_content, "text");
+  EXPECT_TRUE(config_validate(*c).empty());
+  auto wrong = config_load(write_temp("t.json", R"({"engine":{"special_tokens_in_content":"escape"}})"));
+  ASSERT_TRUE(wrong.has_value());
+  const auto errors = config_validate(*wrong);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors.front().find("special_tokens_in_content must be parse or text"), std::string::npos) << errors.front();
+}
+
 TEST(config, the_replica_name_is_read_and_checked) {
   auto c = config_load(write_temp("f.json", R"({"server":{"replica_name":"gpu-less-1"}})"));
   ASSERT_TRUE(c.has_value()) << c.error().front();

@@ -21,6 +21,45 @@ api_error chat_error(std::string_view body) {
   return r ? api_error{} : r.error();
 }
 
+// logit_bias as a JSON object: a repeated key means its last value, so a body repeating one id
+// 130k times leaves one entry for the sampler to apply per token; distinct ids are bounded at 300.
+std::string logit_bias_body(int n_entries, bool distinct) {
+  std::string body = R"({"prompt":"x","logit_bias":{)";
+  for (int i = 0; i < n_entries; ++i) {
+    if (i) body += ',';
+    body += '"' + std::to_string(distinct ? i : 5) + "\":" + std::to_string(i % 100 - 50);
+  }
+  return body + "}}";
+}
+
+TEST(openai_request, logit_bias_duplicates_merge_last_wins) {
+  auto r = parse_completion_request(R"({"prompt":"x","logit_bias":{"5":1,"9":-3,"5":-100,"9":4.5,"5":7}})", limits);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->params.logit_bias, (std::vector<std::pair<token_id, float>>{{5, 7.0f}, {9, 4.5f}}));
+  // 130k copies of one key: one entry, the last value (129999 % 100 - 50 = 49).
+  auto many = parse_completion_request(logit_bias_body(130000, false), limits);
+  ASSERT_TRUE(many) << many.error().message;
+  EXPECT_EQ(many->params.logit_bias, (std::vector<std::pair<token_id, float>>{{5, 49.0f}}));
+}
+
+TEST(openai_request, logit_bias_entry_count_is_bounded) {
+  const parse_limits big_vocab{32000, 4, 8, {}};
+  auto at_limit = parse_completion_request(logit_bias_body(static_cast<int>(max_logit_bias_entries), true), big_vocab);
+  ASSERT_TRUE(at_limit) << at_limit.error().message;
+  EXPECT_EQ(at_limit->params.logit_bias.size(), max_logit_bias_entries);
+  auto over = parse_completion_request(logit_bias_body(static_cast<int>(max_logit_bias_entries) + 1, true), big_vocab);
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().status, 400);
+  EXPECT_EQ(over.error().param, "logit_bias");
+  EXPECT_NE(over.error().message.find("300"), std::string::npos) << over.error().message;
+  auto chat = parse_chat_request(
+      R"({"messages":[{"role":"user","content":"x"}],"logit_bias":)" +
+          logit_bias_body(400, true).substr(std::string(R"({"prompt":"x","logit_bias":)").size()),
+      big_vocab);
+  ASSERT_FALSE(chat);
+  EXPECT_EQ(chat.error().param, "logit_bias");
+}
+
 TEST(openai_request, completion_with_every_argument) {
   auto r = parse_completion_request(
       R"({"model":"m","prompt":"hi","max_tokens":5,"temperature":0.5,"top_p":0.9,"top_k":40,"min_p":0.05,)"

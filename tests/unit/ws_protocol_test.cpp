@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <limits>
+
 #include "pagedserve/ws_protocol.hpp"
 
 namespace pagedserve {
@@ -103,6 +105,30 @@ TEST(ws_protocol, server_frames_are_valid_json_for_any_text) {
   const std::string err = encode_error_frame(std::nullopt, "invalid_json", "bad");
   ASSERT_EQ(parser.parse(err).get(e), simdjson::SUCCESS) << err;
   EXPECT_TRUE(e["id"].is_null());
+}
+
+// A token the sampler ruled out has logprob -inf; a broken logit may give NaN. std::to_string wrote
+// them as "-inf" and "nan", which no JSON parser accepts; the shared number writer keeps the frame JSON.
+TEST(ws_protocol, token_frames_with_non_finite_logprobs_are_valid_json) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  token_event ev{"ab", {1, 2}, {}};
+  ev.logprobs.push_back({-inf, {{7, -inf}, {8, nan}}});
+  ev.logprobs.push_back({nan, {{9, -0.25f}, {10, inf}}});
+  const std::string t = encode_token_frame("r", ev);
+  simdjson::dom::parser parser;
+  simdjson::dom::element e;
+  ASSERT_EQ(parser.parse(t).get(e), simdjson::SUCCESS) << t;
+  simdjson::dom::array lps = e["logprobs"];
+  ASSERT_EQ(lps.size(), 2u);
+  EXPECT_EQ(double(e["logprobs"].at(0)["logprob"]), -9999.0);  // the OpenAI encoder's "never"
+  EXPECT_EQ(double(e["logprobs"].at(0)["top"].at(0).at(1)), -9999.0);
+  EXPECT_EQ(double(e["logprobs"].at(0)["top"].at(1).at(1)), 0.0);
+  EXPECT_EQ(double(e["logprobs"].at(1)["logprob"]), 0.0);
+  EXPECT_EQ(int64_t(e["logprobs"].at(1)["top"].at(0).at(0)), 9);
+  EXPECT_EQ(double(e["logprobs"].at(1)["top"].at(0).at(1)), -0.25);  // finite values keep their digits
+  EXPECT_EQ(t.find("inf"), std::string::npos) << t;
+  EXPECT_EQ(t.find("nan"), std::string::npos) << t;
 }
 
 }  // namespace
