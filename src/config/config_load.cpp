@@ -79,6 +79,8 @@ std::expected<config, std::vector<std::string>> config_load(const std::filesyste
         .field("max_header_bytes", c.server.max_header_bytes).field("max_connections", c.server.max_connections)
         .field("max_outbound_bytes", c.server.max_outbound_bytes)
         .field("idle_timeout_seconds", c.server.idle_timeout_seconds)
+        .field("write_timeout_seconds", c.server.write_timeout_seconds)
+        .field("allowed_hosts", c.server.allowed_hosts).field("allowed_origins", c.server.allowed_origins)
         .field("request_timeout_seconds", c.server.request_timeout_seconds)
         .field("shutdown_grace_seconds", c.server.shutdown_grace_seconds)
         .field("cors_allow_origin", c.server.cors_allow_origin).field("served_model_name", c.server.served_model_name)
@@ -124,6 +126,7 @@ std::vector<std::string> config_validate(const config& c) {
   if (c.server.max_header_bytes < 1024) e.push_back("server.max_header_bytes must be at least 1024");
   if (c.server.max_connections < 1) e.push_back("server.max_connections must be positive");
   if (c.server.idle_timeout_seconds < 1) e.push_back("server.idle_timeout_seconds must be positive");
+  if (c.server.write_timeout_seconds < 1) e.push_back("server.write_timeout_seconds must be positive");
   if (c.server.request_timeout_seconds < 0) e.push_back("server.request_timeout_seconds must be >= 0 (0 = no limit)");
   if (c.server.shutdown_grace_seconds < 0) e.push_back("server.shutdown_grace_seconds must be >= 0");
   if (c.server.replica_name.size() > 128 ||
