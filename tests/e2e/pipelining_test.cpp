@@ -13,7 +13,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <optional>
 #include <iostream>
 #include <thread>
 
@@ -57,6 +60,11 @@ class pipelining_client {
     }
     return sent;
   }
+  unsigned short local_port() const {
+    sockaddr_in addr{};
+    socklen_t len = sizeof addr;
+    return ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0 ? ntohs(addr.sin_port) : 0;
+  }
   // Reads the next n responses (Content-Length framed); the status and body size of each.
   std::vector<std::pair<int, std::size_t>> read_responses(int n, std::chrono::milliseconds timeout) {
     std::vector<std::pair<int, std::size_t>> out;
@@ -88,6 +96,24 @@ class pipelining_client {
   std::string buf_;
 };
 
+// Bytes the server has not read yet on its end of the connection 127.0.0.1:server_port <-
+// 127.0.0.1:client_port (rx_queue in /proc/net/tcp); nullopt when the socket is not listed.
+std::optional<std::size_t> server_unread_bytes(unsigned short server_port, unsigned short client_port) {
+  std::ifstream in("/proc/net/tcp");
+  std::string line;
+  char local[64], remote[64];
+  char want_local[16], want_remote[16];
+  std::snprintf(want_local, sizeof want_local, "0100007F:%04X", server_port);
+  std::snprintf(want_remote, sizeof want_remote, "0100007F:%04X", client_port);
+  while (std::getline(in, line)) {
+    unsigned tx = 0, rx = 0;
+    if (std::sscanf(line.c_str(), " %*d: %63s %63s %*x %x:%x", local, remote, &tx, &rx) == 4 &&
+        std::string_view(local) == want_local && std::string_view(remote) == want_remote)
+      return rx;
+  }
+  return std::nullopt;
+}
+
 TEST(pipelining, a_client_that_never_reads_costs_bounded_memory) {
   E2E_REQUIRE_MODEL();
   const auto file = std::filesystem::path(PAGEDSERVE_SOURCE_DIR) / "web" / "app.js";
@@ -105,13 +131,21 @@ TEST(pipelining, a_client_that_never_reads_costs_bounded_memory) {
   pipelining_client hostile;
   ASSERT_TRUE(hostile.connect(server.port(), 4096));
   const std::size_t sent = hostile.send_until_stalled(requests, 3s);
+  // Until the server has read everything or stopped reading: what it holds then is what it would keep.
+  std::optional<std::size_t> unread = server_unread_bytes(server.port(), hostile.local_port());
+  for (int unchanged = 0, i = 0; unread && *unread > 0 && unchanged < 10 && i < 300; ++i) {
+    std::this_thread::sleep_for(100ms);
+    const auto now = server_unread_bytes(server.port(), hostile.local_port());
+    unchanged = now == unread ? unchanged + 1 : 0;
+    unread = now;
+  }
   // The hostile connection stays open and unread while the well-behaved client is served.
   const double beside = well_behaved_request_ms(server.port());
   auto page = http_get(server.port(), "/app.js", 10s);
-  std::this_thread::sleep_for(500ms);  // room for a server without the bound to show its growth
   const std::uint64_t peak = proc_status_bytes(server.pid(), "VmHWM");
   std::cout << "pipelining " << n_requests << " GET /app.js (" << file_size << " B each), never reading: "
-            << sent << " of " << requests.size() << " request bytes taken; server RSS " << mib(rss_before)
+            << sent << " of " << requests.size() << " request bytes taken, " << (unread ? *unread : 0)
+            << " left unread by the server; server RSS " << mib(rss_before)
             << " MiB before, peak " << mib(peak) << " MiB; well-behaved request " << alone << " ms alone, "
             << beside << " ms beside it\n";
   EXPECT_GT(beside, 0) << "the well-behaved request failed beside the pipelining client";
@@ -121,6 +155,10 @@ TEST(pipelining, a_client_that_never_reads_costs_bounded_memory) {
   // The bound is 4 MiB of answers plus 16 requests read ahead; 64 MiB is far above that and far below
   // what queuing every answer takes.
   EXPECT_LT(peak, rss_before + (64u << 20)) << "the server queued answers for a client that does not read";
+  // Backpressure: the server stopped reading, so requests still wait in its receive queue (a server
+  // without the bound reads them all).
+  ASSERT_TRUE(unread) << "the server's end of the connection is not in /proc/net/tcp";
+  EXPECT_GT(*unread, 0u);
 
   // Backpressure delays answers, never garbles them: the first ones arrive whole and in order.
   const auto answers = hostile.read_responses(200, 30s);
