@@ -13,6 +13,7 @@
 #include "actors/engine.hpp"
 #include "cli_options.hpp"
 #include "cli_tools.hpp"
+#include "net/access_policy.hpp"
 #include "net/graceful_shutdown.hpp"
 #include "pagedserve/served_model.hpp"
 #include "pagedserve/generator.hpp"
@@ -70,6 +71,12 @@ int run_serve(const cli_options& o, const served_model& lm) {
                dtype_name(lm.weights->layers.empty() ? lm.weights->classifier.type : lm.weights->layers[0].wq.type),
                c.model.quantize == "none" ? "as stored" : "quantize " + c.model.quantize,
                kernels::isa_name(kernels::kernel_table_select(c.engine.kernels)->which));
+  // A keyless server answers loopback names only (net/access_policy.hpp): say so when it listens beyond them.
+  if (c.server.api_key.empty() && c.server.allowed_hosts.empty() && c.server.host != "::1" &&
+      !net::is_loopback_authority(c.server.host))
+    spdlog::warn("listening on {} without an API key: only requests sent to localhost, 127.0.0.1 or [::1] are "
+                 "answered (403 otherwise); list the names clients use in --allowed-hosts, or set --api-key",
+                 c.server.host);
   graceful_shutdown shutdown(io, s, e, std::chrono::seconds(c.server.shutdown_grace_seconds));
   std::vector<std::thread> threads;
   for (int i = 1; i < c.server.io_threads; ++i) threads.emplace_back([&io] { io.run(); });
