@@ -31,7 +31,8 @@ std::string cli_usage() {
                       [--max-waiting N] [--max-body-bytes N] [--api-key KEY] [--cors-allow-origin O]
                       [--served-model-name NAME] [--max-connections N] [--max-connections-per-client N]
                       [--max-waiting-per-client N] [--max-requests-per-socket N]
-                      [--max-outbound-bytes N] [--max-header-bytes N] [--idle-timeout S]
+                      [--max-outbound-bytes N] [--max-header-bytes N] [--idle-timeout S] [--write-timeout S]
+                      [--allowed-hosts H,...] [--allowed-origins O,...]
                       [--request-timeout S] [--shutdown-grace S] [--web-root DIR] [--replica-name NAME]
   pagedserve generate [--config FILE] --model M.bin|DIR|org/name[:TAG] [--revision REV] [--tokenizer T.bin] --prompt TEXT [--max-tokens N]
                       [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S] [--threads N]
@@ -115,6 +116,9 @@ std::expected<cli_options, std::vector<std::string>> cli_parse(int argc, char** 
     else if (name == "max-outbound-bytes") ok = parse_number(value, c.server.max_outbound_bytes);
     else if (name == "max-header-bytes") ok = parse_number(value, c.server.max_header_bytes);
     else if (name == "idle-timeout") ok = parse_number(value, c.server.idle_timeout_seconds);
+    else if (name == "write-timeout") ok = parse_number(value, c.server.write_timeout_seconds);
+    else if (name == "allowed-hosts") c.server.allowed_hosts = value;
+    else if (name == "allowed-origins") c.server.allowed_origins = value;
     else if (name == "request-timeout") ok = parse_number(value, c.server.request_timeout_seconds);
     else if (name == "shutdown-grace") ok = parse_number(value, c.server.shutdown_grace_seconds);
     else if (name == "web-root") c.server.web_root = value;

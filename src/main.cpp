@@ -20,6 +20,7 @@
 #include "cli_tools.hpp"
 #include "model/load_phase.hpp"
 #include "model/load_progress.hpp"
+#include "net/access_policy.hpp"
 #include "net/graceful_shutdown.hpp"
 #include "pagedserve/served_model.hpp"
 #include "pagedserve/generator.hpp"
@@ -134,6 +135,12 @@ int run_serve(const cli_options& o) {
   spdlog::info("replica name '{}' (in /health and as label replica on every /metrics series)", s.replica_name());
   spdlog::info("listening on {}:{} while the model loads (GET /health answers 503 \"loading\" until it is ready)",
                c.server.host, *port);
+  // A keyless server answers loopback names only (net/access_policy.hpp): say so when it listens beyond them.
+  if (c.server.api_key.empty() && c.server.allowed_hosts.empty() && c.server.host != "::1" &&
+      !net::is_loopback_authority(c.server.host))
+    spdlog::warn("listening on {} without an API key: only requests sent to localhost, 127.0.0.1 or [::1] are "
+                 "answered (403 otherwise); list the names clients use in --allowed-hosts, or set --api-key",
+                 c.server.host);
   std::stop_source load_stop;
   graceful_shutdown shutdown(io, s, std::chrono::seconds(c.server.shutdown_grace_seconds), load_stop);
   std::optional<engine> e;  // outlives the network threads, which use it

@@ -23,10 +23,18 @@ struct server_config {
   int max_outbound_frames = 4096;            // frames queued for one slow client before its requests end
   std::size_t max_outbound_bytes = 4 << 20;  // bytes queued for one WebSocket before its requests end (client_too_slow)
   int idle_timeout_seconds = 30;             // close a connection with nothing in flight and no bytes for this long
+  // A write (HTTP or WebSocket) still blocked after this long means the client stopped reading: close it
+  // (WebSocket requests end with client_too_slow).
+  int write_timeout_seconds = 60;
   int request_timeout_seconds = 0;           // end a generation running longer with error request_timeout; 0 = never
   int shutdown_grace_seconds = 30;           // SIGTERM/SIGINT: in-flight requests may finish for this long
-  std::string api_key;                       // non-empty: every /v1/* route and /v1/ws need "Authorization: Bearer <key>"
-  std::string cors_allow_origin;             // "*" or comma-separated origins allowed by CORS; empty = no CORS headers
+  std::string api_key;                       // non-empty: every route but /health and the chat page needs "Authorization: Bearer <key>"
+  std::string cors_allow_origin;             // "*" or comma-separated origins given CORS headers (and accepted); empty = none
+  // Without an API key, a request's Host and (when sent) Origin must be loopback (localhost, 127.0.0.0/8,
+  // [::1], any port) or listed here: comma-separated, "*" = any. Hosts match with or without a port;
+  // origins are "scheme://host[:port]". Keeps web pages and DNS rebinding off a keyless local server.
+  std::string allowed_hosts;
+  std::string allowed_origins;
   std::string served_model_name;             // the model's name in the OpenAI API; empty = the model file's name
   std::string web_root;                      // folder of the chat page served at /; empty = this source tree's web/
   // This replica's name among several behind a load balancer: /health reports it and every /metrics

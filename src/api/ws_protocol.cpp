@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "api/request_fields.hpp"
+#include "pagedserve/utf8.hpp"
 
 namespace pagedserve {
 namespace {
@@ -16,6 +17,15 @@ using simdjson::dom::element;
 using simdjson::dom::element_type;
 
 constexpr std::size_t max_id_length = 256;
+// Client text (a type, an unknown key) quoted in an error is cut to this many bytes: a 1 MiB key must
+// not come back as a 1 MiB error frame.
+constexpr std::size_t max_quoted_bytes = 64;
+
+// 'text', clipped to max_quoted_bytes on a code point boundary ("..." marks a cut).
+std::string quote_client_text(std::string_view text) {
+  const std::string_view kept = utf8_prefix(text, max_quoted_bytes);
+  return "'" + std::string(kept) + (kept.size() < text.size() ? "...'" : "'");
+}
 
 struct bad_frame {
   std::string code, message;
@@ -39,7 +49,7 @@ std::optional<bad_frame> read_params(simdjson::dom::object params, sampling_para
       err = api::read_integer(value, key, 0, 20, logprobs);
       p.logprobs = static_cast<int>(logprobs);
     } else if (!api::read_sampling_param(key, value, p, err)) {
-      return bad_frame{"unknown_field", "unknown field 'params." + std::string(key) + "'"};
+      return bad_frame{"unknown_field", "unknown field " + quote_client_text("params." + std::string(key))};
     }
     if (err) return from_field_error(std::move(*err));
   }
@@ -51,10 +61,11 @@ std::optional<bad_frame> read_messages(simdjson::dom::array messages, std::vecto
     if (m.type() != element_type::OBJECT) return wrong_type("messages", "an array of {role, content} objects");
     chat_message msg;
     for (auto [key, value] : simdjson::dom::object(m)) {
-      if (value.type() != element_type::STRING) return wrong_type("messages[]." + std::string(key), "a string");
+      if (value.type() != element_type::STRING)
+        return bad_frame{"invalid_request", "field " + quote_client_text("messages[]." + std::string(key)) + " must be a string"};
       if (key == "role") msg.role = std::string_view(value);
       else if (key == "content") msg.content = std::string_view(value);
-      else return bad_frame{"unknown_field", "unknown field 'messages[]." + std::string(key) + "'"};
+      else return bad_frame{"unknown_field", "unknown field " + quote_client_text("messages[]." + std::string(key))};
     }
     if (msg.role != "system" && msg.role != "user" && msg.role != "assistant")
       return bad_frame{"invalid_request", "message role must be system, user or assistant"};
@@ -93,12 +104,12 @@ client_frame parse_client_frame(std::string_view text, const sampling_params& de
   if (type_el.type() != element_type::STRING) return fail(wrong_type("type", "a string"));
   const std::string_view type(type_el);
   if (type != "generate" && type != "cancel")
-    return fail({"unknown_type", "unknown type '" + std::string(type) + "' (expected generate or cancel)"});
+    return fail({"unknown_type", "unknown type " + quote_client_text(type) + " (expected generate or cancel)"});
   if (!id) return fail({"invalid_request", "missing field 'id'"});
 
   if (type == "cancel") {
     for (auto [key, value] : obj)
-      if (key != "type" && key != "id") return fail({"unknown_field", "unknown field '" + std::string(key) + "'"});
+      if (key != "type" && key != "id") return fail({"unknown_field", "unknown field " + quote_client_text(key)});
     return cancel_command{*id};
   }
 
@@ -120,7 +131,7 @@ client_frame parse_client_frame(std::string_view text, const sampling_params& de
       if (value.type() != element_type::OBJECT) err = wrong_type("params", "an object");
       else err = read_params(simdjson::dom::object(value), g.params);
     } else {
-      err = bad_frame{"unknown_field", "unknown field '" + std::string(key) + "'"};
+      err = bad_frame{"unknown_field", "unknown field " + quote_client_text(key)};
     }
     if (err) return fail(std::move(*err));
   }

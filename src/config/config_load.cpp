@@ -80,6 +80,8 @@ std::expected<config, std::vector<std::string>> config_load(const std::filesyste
         .field("max_connections_per_client", c.server.max_connections_per_client)
         .field("max_outbound_bytes", c.server.max_outbound_bytes)
         .field("idle_timeout_seconds", c.server.idle_timeout_seconds)
+        .field("write_timeout_seconds", c.server.write_timeout_seconds)
+        .field("allowed_hosts", c.server.allowed_hosts).field("allowed_origins", c.server.allowed_origins)
         .field("request_timeout_seconds", c.server.request_timeout_seconds)
         .field("shutdown_grace_seconds", c.server.shutdown_grace_seconds)
         .field("cors_allow_origin", c.server.cors_allow_origin).field("served_model_name", c.server.served_model_name)
@@ -129,6 +131,7 @@ std::vector<std::string> config_validate(const config& c) {
   if (c.server.max_connections < 1) e.push_back("server.max_connections must be positive");
   if (c.server.max_connections_per_client < 1) e.push_back("server.max_connections_per_client must be positive");
   if (c.server.idle_timeout_seconds < 1) e.push_back("server.idle_timeout_seconds must be positive");
+  if (c.server.write_timeout_seconds < 1) e.push_back("server.write_timeout_seconds must be positive");
   if (c.server.request_timeout_seconds < 0) e.push_back("server.request_timeout_seconds must be >= 0 (0 = no limit)");
   if (c.server.shutdown_grace_seconds < 0) e.push_back("server.shutdown_grace_seconds must be >= 0");
   if (c.server.replica_name.size() > 128 ||

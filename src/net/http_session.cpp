@@ -8,12 +8,12 @@
 #include <boost/asio/write.hpp>
 
 #include "actors/logger.hpp"
+#include "net/request_limits.hpp"
 #include "net/ws_session.hpp"
 
 namespace pagedserve::net {
 namespace {
 
-constexpr auto write_timeout = std::chrono::seconds(60);  // for one write to drain: a client that stopped reading
 constexpr auto linger_timeout = std::chrono::seconds(2);  // to read what a client still sends after our FIN
 constexpr std::size_t max_pipelined = 16;                  // requests read ahead of the one being answered
 
@@ -34,7 +34,8 @@ http_session::http_session(tcp::socket socket, std::shared_ptr<const serving_sta
       slot_(std::move(slot)),
       web_(std::move(web)),
       idle_timer_(executor_),
-      write_timer_(executor_) {}
+      write_timer_(executor_),
+      out_(config.max_outbound_bytes, static_cast<std::size_t>(config.max_outbound_frames)) {}
 
 http_session::~http_session() {
   if (slot_) slot_->registry().unwatch(this);
@@ -53,9 +54,12 @@ void http_session::run() {
 
 void http_session::do_read() {
   if (reading_ || read_stopped_ || closed_ || pending_.size() >= max_pipelined) return;
+  if (!out_.accepting()) {  // the client is not reading its answers: stop reading its requests
+    paused_ = true;
+    return;
+  }
   parser_.emplace();
-  parser_->body_limit(config_.max_body_bytes);
-  parser_->header_limit(static_cast<std::uint32_t>(config_.max_header_bytes));
+  limit_request_parser(*parser_, config_);
   reading_ = true;
   http::async_read_header(socket_, buffer_, *parser_, beast::bind_front_handler(&http_session::on_header, shared_from_this()));
 }
@@ -67,8 +71,7 @@ void http_session::on_header(beast::error_code ec, std::size_t) {
   }
   if (ec) return on_read_error(ec);
   // A declared body over the limit gets its 413 without being read.
-  if (const auto length = parser_->content_length(); length && *length > config_.max_body_bytes)
-    return on_read_error(http::error::body_limit);
+  if (declared_body_too_large(*parser_, config_)) return on_read_error(http::error::body_limit);
   // curl waits a second for "100 Continue" before sending a larger body; say it when nothing else is
   // being written, so it can never land inside another response.
   const auto& req = parser_->get();
@@ -134,6 +137,10 @@ void http_session::start_next() {
     else arm_idle_timer();
     return;
   }
+  if (!out_.accepting()) {  // answered again once the queue drains (on_write)
+    paused_ = true;
+    return;
+  }
   pending_item item = std::move(pending_.front());
   pending_.pop_front();
   active_ = true;
@@ -173,22 +180,22 @@ std::string http_session::head(http::status status, std::string_view content_typ
 
 void http_session::send(std::string bytes) {
   if (closed_ || bytes.empty()) return;
-  out_.push_back(std::move(bytes));
+  out_.push(std::move(bytes));
   if (!writing_) do_write();
 }
 
 void http_session::do_write() {
   writing_ = true;
-  in_flight_.assign(std::make_move_iterator(out_.begin()), std::make_move_iterator(out_.end()));
-  out_.clear();
+  const std::vector<std::string>& pieces = out_.start_write();
   std::vector<asio::const_buffer> buffers;
-  buffers.reserve(in_flight_.size());
-  for (const std::string& s : in_flight_) buffers.push_back(asio::buffer(s));
+  buffers.reserve(pieces.size());
+  for (const std::string& s : pieces) buffers.push_back(asio::buffer(s));
   const std::uint64_t epoch = ++write_epoch_;
-  write_timer_.expires_after(write_timeout);
+  write_timer_.expires_after(std::chrono::seconds(config_.write_timeout_seconds));
   write_timer_.async_wait([self = shared_from_this(), epoch](beast::error_code ec) {
     if (ec || epoch != self->write_epoch_ || !self->writing_) return;
-    actor_logger("net")->warn("http client stopped reading for {} s: closing", write_timeout.count());
+    actor_logger("net")->warn("http client stopped reading for {} s ({} bytes queued): closing",
+                              self->config_.write_timeout_seconds, self->out_.bytes());
     self->close_now();
   });
   asio::async_write(socket_, buffers, beast::bind_front_handler(&http_session::on_write, shared_from_this()));
@@ -198,7 +205,7 @@ void http_session::on_write(beast::error_code ec, std::size_t) {
   writing_ = false;
   ++write_epoch_;
   write_timer_.cancel();
-  in_flight_.clear();
+  out_.finish_write();
   if (ec) {
     actor_logger("net")->debug("http write failed: {}", ec.message());
     peer_closed_ = true;
@@ -207,9 +214,13 @@ void http_session::on_write(beast::error_code ec, std::size_t) {
     close_now();
     return;
   }
-  if (!out_.empty()) return do_write();
+  if (out_.has_queued()) return do_write();
   if (upgrade_) return upgrade(*std::exchange(upgrade_, std::nullopt));
   if (closing_) return close_after_writes();
+  if (std::exchange(paused_, false)) {  // drained: answer and read again
+    if (!active_) start_next();
+    do_read();
+  }
   if (auto x = exchange_) x->on_writable();
 }
 
@@ -282,7 +293,7 @@ void http_session::close_now() {
   ++write_epoch_;
   idle_timer_.cancel();
   write_timer_.cancel();
-  out_.clear();
+  out_.drop_queued();
   beast::error_code ec;
   socket_.close(ec);  // aborts a pending read or write; their handlers see operation_aborted
 }

@@ -7,7 +7,9 @@
 // upgrade at /v1/ws hands the socket to a ws_session.
 //
 // Writes go out one at a time from a queue of byte strings (all of it gathered into one write),
-// so an SSE stream is flushed event by event. All state lives on the connection's strand.
+// so an SSE stream is flushed event by event. While the queue holds more than max_outbound_bytes or
+// max_outbound_frames pieces, no further request is read or answered (write_queue.hpp). All state
+// lives on the connection's strand.
 #include <boost/asio/steady_timer.hpp>
 
 #include <array>
@@ -23,6 +25,7 @@
 #include "net/net_common.hpp"
 #include "net/serving_state.hpp"
 #include "net/static_files.hpp"
+#include "net/write_queue.hpp"
 #include "pagedserve/openai_request.hpp"
 
 namespace pagedserve::net {
@@ -57,7 +60,7 @@ class http_session : public drain_listener, public std::enable_shared_from_this<
   std::string head(http::status status, std::string_view content_type, std::optional<std::size_t> content_length,
                    const header_list& extra = {}) const;
   void send(std::string bytes);  // bytes of the current response, in order
-  bool sending() const { return writing_ || !out_.empty(); }
+  bool sending() const { return writing_ || out_.has_queued(); }
   bool chunked() const { return version_ == 11; }  // may the current response use chunked encoding
   bool keep_alive() const { return keep_alive_; }
   void end_connection() { keep_alive_ = false; }  // close once the current response is out
@@ -139,9 +142,9 @@ class http_session : public drain_listener, public std::enable_shared_from_this<
   std::array<char, 4096> drain_buf_;
   std::optional<request> upgrade_;  // a WebSocket upgrade waiting for earlier writes to drain
 
-  std::deque<std::string> out_;        // queued, not yet written
-  std::vector<std::string> in_flight_;  // being written
+  write_queue out_;     // queued and being written
   bool writing_ = false;
+  bool paused_ = false;  // out_ went over its bound: reading and answering resume once it drains
 };
 
 }  // namespace pagedserve::net

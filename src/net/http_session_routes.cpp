@@ -1,7 +1,8 @@
 // Routing of http_session: authorization, CORS, and every endpoint but the generations
-// (sse_generation.cpp). Status codes: 400 bad JSON or arguments, 401 missing or wrong API key on
-// /v1/*, 404 unknown route or model, 405 wrong method, 413 body too large, 429 waiting queue full,
-// 503 while the model loads (every route that needs it) or the server drains.
+// (sse_generation.cpp). Status codes: 400 bad JSON or arguments, 401 missing or wrong API key (every
+// route but /health and the chat page), 403 Host or Origin refused (access_policy.hpp), 404 unknown
+// route or model, 405 wrong method, 413 body too large, 415 a POST body not sent as JSON, 429 waiting
+// queue full, 503 while the model loads (every route that needs it) or the server drains.
 #include <boost/asio/post.hpp>
 
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <cstdio>
 
 #include "actors/logger.hpp"
+#include "net/access_policy.hpp"
 #include "net/http_session.hpp"
 #include "net/sse_generation.hpp"
 #include "pagedserve/openai_response.hpp"
@@ -121,6 +123,11 @@ void http_session::route(request req) {
   const std::string_view target = req.target();
   const std::string_view path = target.substr(0, target.find('?'));
   cors_origin_ = cors_origin_for(config_.cors_allow_origin, req[http::field::origin]);
+  const request_origin from{req[http::field::host], req[http::field::origin], req.count(http::field::origin) > 0};
+  if (auto refused = refuse_origin(config_, from)) {
+    keep_alive_ = keep_alive_ && !websocket::is_upgrade(req);
+    return respond_error(*refused);
+  }
   if (req.method() == http::verb::options) return serve_preflight(req);
   if (draining_ && refuse_if_draining(path)) return;
   const route_spec* r = find_route(path);
@@ -139,7 +146,7 @@ void http_session::route(request req) {
             {{"Allow", allow}});
     return;
   }
-  if (path.starts_with("/v1/") && !authorized(req)) {
+  if (api_key_required(config_, path) && !authorized(req)) {
     keep_alive_ = keep_alive_ && !websocket::is_upgrade(req);
     respond(http::status::unauthorized, "application/json",
             openai::encode_error({401, "Incorrect or missing API key: send 'Authorization: Bearer <key>'",
@@ -147,6 +154,8 @@ void http_session::route(request req) {
             {{"WWW-Authenticate", "Bearer"}});
     return;
   }
+  if (r->method == http::verb::post)
+    if (auto refused = refuse_content_type(req[http::field::content_type])) return respond_error(*refused);
   if (!engine_) engine_ = state_->engine_if_ready();
   if (!engine_ && path != "/version") return refuse_while_loading(req, path);
   if (path == "/v1/ws") {

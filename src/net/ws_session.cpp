@@ -16,7 +16,12 @@ constexpr auto close_handshake_timeout = std::chrono::seconds(1);
 }  // namespace
 
 ws_session::ws_session(tcp::socket socket, engine& e, const server_config& config, std::shared_ptr<connection_slot> slot)
-    : ws_(std::move(socket)), engine_(e), config_(config), slot_(std::move(slot)), idle_timer_(ws_.get_executor()) {}
+    : ws_(std::move(socket)),
+      engine_(e),
+      config_(config),
+      slot_(std::move(slot)),
+      idle_timer_(ws_.get_executor()),
+      write_timer_(ws_.get_executor()) {}
 
 ws_session::~ws_session() { slot_->registry().unwatch(this); }
 
@@ -101,53 +106,24 @@ void ws_session::on_read(beast::error_code ec, std::size_t bytes) {
     actor_logger("net")->debug("websocket closed: {}", ec.message());
     closed_ = true;
     idle_timer_.cancel();  // its handler holds the session (and its connection slot)
+    write_timer_.cancel();
     close_requests();
     return;
   }
-  if (!ws_.got_text()) {
-    enqueue_error(std::nullopt, "binary_frame", "binary frames are not accepted; send JSON text");
-  } else if (bytes > config_.max_frame_bytes) {
-    enqueue_error(std::nullopt, "frame_too_large",
-                               "frame of " + std::to_string(bytes) + " bytes exceeds the limit of " +
-                                   std::to_string(config_.max_frame_bytes));
-  } else {
-    const auto data = buffer_.cdata();
-    handle_text({static_cast<const char*>(data.data()), data.size()});
-  }
+  const auto data = buffer_.cdata();
+  handle_frame({ws_.got_text(), bytes, {static_cast<const char*>(data.data()), data.size()}});
   buffer_.consume(buffer_.size());
   last_activity_ = std::chrono::steady_clock::now();
   do_read();
 }
 
-void ws_session::handle_text(std::string_view text) {
-  client_frame frame = parse_client_frame(text, engine_.request_defaults());
-  if (auto* err = std::get_if<protocol_error>(&frame)) {
-    enqueue_error(err->id, err->code, err->message);
-    return;
-  }
-  if (auto* cancel = std::get_if<cancel_command>(&frame)) {
-    auto it = requests_.find(cancel->id);
-    if (it == requests_.end())
-      enqueue_error(cancel->id, "unknown_id", "no request with this id is in flight");
-    else
-      it->second->tell(cancel_generation{});
-    return;
-  }
-  auto& gen = std::get<generate_command>(frame);
-  if (draining_) {
-    enqueue_error(gen.id, "shutting_down", "the server is shutting down; retry on another connection later");
-    return;
-  }
-  if (requests_.contains(gen.id)) {
-    enqueue_error(gen.id, "duplicate_id", "a request with this id is already in flight");
-    return;
-  }
-  if (static_cast<int>(requests_.size()) >= config_.max_requests_per_socket) {
-    enqueue_error(gen.id, "too_many_requests",
-                               "at most " + std::to_string(config_.max_requests_per_socket) +
-                                   " requests may be in flight on one socket");
-    return;
-  }
+void ws_session::handle_frame(const ws_frame_in& frame) {
+  const ws_session_view view{[this](const std::string& id) { return requests_.contains(id); }, requests_.size(),
+                             draining_};
+  ws_action action = ws_dispatch(frame, view, config_, engine_.request_defaults());
+  if (auto* err = std::get_if<protocol_error>(&action)) return enqueue_error(err->id, err->code, err->message);
+  if (auto* cancel = std::get_if<ws_cancel>(&action)) return requests_.at(cancel->id)->tell(cancel_generation{});
+  generate_command& gen = std::get<ws_start>(action).command;
   const std::string client_id = gen.id;
   auto actor = std::make_shared<request_actor>(engine_.executor(), engine_, shared_from_this(), std::move(gen),
                                                std::chrono::seconds(config_.request_timeout_seconds));
@@ -204,10 +180,14 @@ void ws_session::enqueue(outbound_frame item) {
     end_slow_client();
     return;
   }
-  if (outbound_.size() >= 2 * limit) {  // a client that sends but never reads: drop the connection
-    actor_logger("net")->warn("client not reading ({} frames queued): closing the connection", outbound_.size());
+  // A client that sends but never reads: drop the connection. Error frames count in bytes too (each is
+  // small, its quoted client text clipped, but a client can ask for many).
+  if (outbound_.size() >= 2 * limit || outbound_bytes_ + frame_bytes(item) > 2 * config_.max_outbound_bytes) {
+    actor_logger("net")->warn("client not reading ({} frames, {} bytes queued): closing the connection",
+                              outbound_.size(), outbound_bytes_);
     closed_ = true;
     idle_timer_.cancel();
+    write_timer_.cancel();
     close_requests();
     beast::get_lowest_layer(ws_).close();
     return;
@@ -251,12 +231,32 @@ void ws_session::do_write() {
     next.frame = encode_token_frame(next.client_id, next.tokens);
     outbound_bytes_ += frame_bytes(next);
   }
+  const std::uint64_t epoch = ++write_epoch_;
+  write_timer_.expires_after(std::chrono::seconds(config_.write_timeout_seconds));
+  write_timer_.async_wait([self = shared_from_this(), epoch](beast::error_code ec) {
+    if (!ec && epoch == self->write_epoch_ && self->writing_ && !self->closed_) self->on_write_timeout();
+  });
   ws_.text(true);
   ws_.async_write(asio::buffer(next.frame), beast::bind_front_handler(&ws_session::on_write, shared_from_this()));
 }
 
+void ws_session::on_write_timeout() {
+  actor_logger("net")->warn("websocket client stopped reading for {} s ({} frames, {} bytes queued): ending its {} "
+                            "requests with client_too_slow and closing",
+                            config_.write_timeout_seconds, outbound_.size(), outbound_bytes_, requests_.size());
+  const request_error too_slow{"client_too_slow", "the client read nothing for " +
+                                                      std::to_string(config_.write_timeout_seconds) + " s"};
+  for (auto& [id, actor] : requests_)
+    if (ending_.insert(id).second) actor->tell(cancel_generation{too_slow});
+  closed_ = true;
+  idle_timer_.cancel();
+  beast::get_lowest_layer(ws_).close();  // aborts the blocked write: on_write sees the error
+}
+
 void ws_session::on_write(beast::error_code ec, std::size_t) {
   writing_ = false;
+  ++write_epoch_;
+  write_timer_.cancel();
   if (ec) {
     closed_ = true;
     idle_timer_.cancel();

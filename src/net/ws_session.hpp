@@ -5,7 +5,10 @@
 //
 // Limits: max_requests_per_socket in flight; a client that reads slower than its requests generate
 // has its tokens coalesced, and once its queue passes max_outbound_frames or max_outbound_bytes
-// every request of the socket ends with error client_too_slow. With nothing in flight and no frame
+// every request of the socket ends with error client_too_slow. Past twice either bound (final and
+// error frames) the client is not reading at all and the connection is dropped; so it is when one
+// write stays blocked for write_timeout_seconds (its requests end with client_too_slow). Client text
+// quoted in error frames is clipped (ws_protocol.cpp). With nothing in flight and no frame
 // from the client for idle_timeout_seconds the socket is closed (1001). Draining: a generate gets
 // error shutting_down; once the last request in flight has its final frame the socket is closed.
 #include <boost/asio/steady_timer.hpp>
@@ -20,6 +23,7 @@
 #include "actors/request_actor.hpp"
 #include "net/connection_registry.hpp"
 #include "net/net_common.hpp"
+#include "net/ws_frame_dispatch.hpp"
 #include "pagedserve/config.hpp"
 
 namespace pagedserve::net {
@@ -40,7 +44,7 @@ class ws_session : public client_link, public drain_listener, public std::enable
   void on_accept(beast::error_code ec);
   void do_read();
   void on_read(beast::error_code ec, std::size_t bytes);
-  void handle_text(std::string_view text);
+  void handle_frame(const ws_frame_in& frame);  // decided by ws_dispatch (ws_frame_dispatch.hpp)
   // One queued frame: an encoded one, or a token frame still open to more tokens of its request.
   struct outbound_frame {
     std::string frame;      // encoded; empty while this is an open token frame
@@ -56,6 +60,7 @@ class ws_session : public client_link, public drain_listener, public std::enable
   void end_slow_client();
   static std::size_t frame_bytes(const outbound_frame& f);
   void arm_idle_timer();
+  void on_write_timeout();  // a write blocked past the deadline: end every request, drop the connection
   void close_after_writes(std::string_view why);  // close handshake (1001) once the queue is written
   void do_close();
 
@@ -71,6 +76,8 @@ class ws_session : public client_link, public drain_listener, public std::enable
   bool draining_ = false;
   std::string close_pending_;  // non-empty: close (with this reason) once outbound_ is written
   asio::steady_timer idle_timer_;
+  asio::steady_timer write_timer_;  // armed while a write is in flight
+  std::uint64_t write_epoch_ = 0;    // a timer firing for an older write is stale
   std::chrono::steady_clock::time_point last_activity_ = std::chrono::steady_clock::now();
   std::unordered_set<std::string> ending_;  // requests ended for being too slow: their tokens are dropped
   std::unordered_map<std::string, std::shared_ptr<request_actor>> requests_;  // by client id

@@ -210,6 +210,7 @@ class server_process {
   // Why the server is not ready, with its stderr so far.
   std::string error() const { return error_ + "\n--- server stderr ---\n" + log(); }
   unsigned short port() const { return port_; }
+  pid_t pid() const { return pid_; }  // -1 once stopped
   std::string log() const {
     std::lock_guard lock(mu_);
     return log_;

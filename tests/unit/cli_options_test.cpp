@@ -41,6 +41,22 @@ TEST(cli_options, a_hub_model_takes_a_revision) {
   EXPECT_FALSE(parse({"serve", "--revision", ""}).has_value());
 }
 
+TEST(cli_options, access_and_write_timeout_flags) {
+  const auto defaults = parse({"serve"});
+  ASSERT_TRUE(defaults.has_value());
+  EXPECT_EQ(defaults->settings.server.allowed_hosts, "");
+  EXPECT_EQ(defaults->settings.server.allowed_origins, "");
+  EXPECT_EQ(defaults->settings.server.write_timeout_seconds, 60);
+  auto o = parse({"serve", "--allowed-hosts", "box.lan,*", "--allowed-origins", "http://app.example", "--write-timeout",
+                  "5"});
+  ASSERT_TRUE(o.has_value()) << o.error().front();
+  EXPECT_EQ(o->settings.server.allowed_hosts, "box.lan,*");
+  EXPECT_EQ(o->settings.server.allowed_origins, "http://app.example");
+  EXPECT_EQ(o->settings.server.write_timeout_seconds, 5);
+  EXPECT_FALSE(parse({"serve", "--write-timeout", "0"}).has_value());
+  EXPECT_FALSE(parse({"serve", "--write-timeout", "soon"}).has_value());
+}
+
 TEST(cli_options, bad_values_are_errors) {
   EXPECT_FALSE(parse({"serve", "--prefix-caching", "maybe"}).has_value());
   EXPECT_FALSE(parse({"serve", "--max-decode-slowdown", "fast"}).has_value());

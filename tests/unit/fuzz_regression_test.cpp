@@ -18,6 +18,8 @@
 extern "C" {
 int ws_protocol_fuzz_one_input(const std::uint8_t*, std::size_t);
 int openai_request_fuzz_one_input(const std::uint8_t*, std::size_t);
+int http_pipeline_fuzz_one_input(const std::uint8_t*, std::size_t);
+int ws_session_fuzz_one_input(const std::uint8_t*, std::size_t);
 int safetensors_header_fuzz_one_input(const std::uint8_t*, std::size_t);
 int hf_config_fuzz_one_input(const std::uint8_t*, std::size_t);
 int chat_template_fuzz_one_input(const std::uint8_t*, std::size_t);
@@ -39,6 +41,8 @@ struct fuzz_target {
 const fuzz_target targets[] = {
     {"ws_protocol_fuzz", ws_protocol_fuzz_one_input, nullptr},
     {"openai_request_fuzz", openai_request_fuzz_one_input, nullptr},
+    {"http_pipeline_fuzz", http_pipeline_fuzz_one_input, nullptr},
+    {"ws_session_fuzz", ws_session_fuzz_one_input, nullptr},
     {"safetensors_header_fuzz", safetensors_header_fuzz_one_input, nullptr},
     {"hf_config_fuzz", hf_config_fuzz_one_input, nullptr},
     {"chat_template_fuzz", chat_template_fuzz_one_input, nullptr},

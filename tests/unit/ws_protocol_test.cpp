@@ -83,6 +83,33 @@ TEST(ws_protocol, bad_frames_get_stable_codes) {
   EXPECT_EQ(code_of(R"({"type":"cancel","id":"x","extra":1})"), "unknown_field");
 }
 
+// A 1 MiB type or key must not come back as a 1 MiB error (issue 17 item 4): at most 64 bytes of it are
+// quoted, cut on a code point boundary so the error frame stays valid JSON.
+TEST(ws_protocol, client_text_quoted_in_errors_is_clipped_on_a_code_point) {
+  const std::string type(1 << 20, 't');
+  auto f = std::get<protocol_error>(parse_client_frame(R"({"type":")" + type + R"(","id":"x"})"));
+  EXPECT_EQ(f.code, "unknown_type");
+  EXPECT_EQ(f.message, "unknown type '" + std::string(64, 't') + "...' (expected generate or cancel)");
+  std::string key = "a";  // 1 + 2k bytes: 64 falls inside an "é" (2 bytes)
+  while (key.size() < 4000) key += "é";
+  for (const std::string& frame : {R"({"type":"generate","id":"x","prompt":"p",")" + key + R"(":1})",
+                                   R"({"type":"cancel","id":"x",")" + key + R"(":1})",
+                                   R"({"type":"generate","id":"x","prompt":"p","params":{")" + key + R"(":1}})",
+                                   R"({"type":"generate","id":"x","messages":[{")" + key + R"(":"c"}]})"}) {
+    auto e = std::get<protocol_error>(parse_client_frame(frame));
+    EXPECT_EQ(e.code, "unknown_field");
+    EXPECT_LT(e.message.size(), 100u) << e.message;
+    EXPECT_TRUE(e.message.ends_with("é...'")) << e.message;  // the whole code point before the cut
+    const std::string out = encode_error_frame(e.id, e.code, e.message);
+    simdjson::dom::parser parser;
+    simdjson::dom::element el;
+    EXPECT_EQ(parser.parse(out).get(el), simdjson::SUCCESS) << out;  // simdjson rejects broken UTF-8
+  }
+  // Short text is quoted whole, as before.
+  EXPECT_EQ(std::get<protocol_error>(parse_client_frame(R"({"type":"dance","id":"x"})")).message,
+            "unknown type 'dance' (expected generate or cancel)");
+}
+
 TEST(ws_protocol, error_frames_carry_the_id_when_it_was_readable) {
   auto f = parse_client_frame(R"({"type":"generate","id":"abc","prompt":"p","params":{"max_tokens":0}})");
   EXPECT_EQ(std::get<protocol_error>(f).id, "abc");
