@@ -14,33 +14,20 @@
 #include "e2e/server_process.hpp"
 #include "e2e/stories_gguf.hpp"
 #include "e2e/stream_collector.hpp"
+#include "e2e/well_behaved_client.hpp"
 
 namespace pagedserve::e2e {
 namespace {
 
 using namespace std::chrono_literals;
 
-// One greedy 32-token request over its own WebSocket: its wall time in ms, or -1 if it did not end
-// with exactly one done frame within the deadline.
-double well_behaved_ms(unsigned short port) {
-  ws_client client;
-  if (!client.connect(port)) return -1;
-  const auto start = std::chrono::steady_clock::now();
-  if (!client.send_text(generate_frame("good", "Once upon a time", 32))) return -1;
-  stream_collector frames;
-  if (!read_until(client, frames, [&] { return frames.done("good"); }, 20s)) return -1;
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  client.close();
-  return frames["good"].dones.size() == 1 && frames["good"].dones.front().completion_tokens == 32 ? ms : -1;
-}
-
 // The well-behaved client's latency while `hostile` runs (started first, on its own thread).
 template <class F>
 double latency_beside(unsigned short port, const char* what, F hostile) {
-  const double alone = well_behaved_ms(port);
+  const double alone = well_behaved_request_ms(port);
   auto h = std::async(std::launch::async, hostile);
   std::this_thread::sleep_for(50ms);  // let the hostile request reach the engine
-  const double beside = well_behaved_ms(port);
+  const double beside = well_behaved_request_ms(port);
   h.get();
   std::cout << what << ": well-behaved request " << alone << " ms alone, " << beside << " ms beside it\n";
   EXPECT_GT(alone, 0) << "the well-behaved request failed alone";

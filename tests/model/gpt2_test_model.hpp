@@ -58,16 +58,7 @@ inline tensor_map gpt2_random_tensors(const gpt2_spec& s, dtype type, std::uint3
   std::mt19937 rng(seed);
   tensor_map m;
   auto add = [&](const std::string& name, std::vector<std::int64_t> shape, float lo, float hi) {
-    std::uniform_real_distribution<float> dist(lo, hi);
-    std::size_t n = 1;
-    for (auto d : shape) n *= static_cast<std::size_t>(d);
-    test_tensor t{std::move(shape), std::vector<float>(n)};
-    for (float& v : t.values) {
-      v = dist(rng);
-      if (type == dtype::bf16) v = bf16_to_f32(f32_to_bf16(v));
-      if (type == dtype::f16) v = f16_to_f32(f32_to_f16(v));
-    }
-    m[name] = std::move(t);
+    add_random_tensor(m, rng, type, name, std::move(shape), lo, hi);
   };
   auto conv1d = [&](const std::string& name, int in, int out) {  // Conv1D: weight [in, out], bias [out]
     const float a = 1.5f / std::sqrt(static_cast<float>(in));

@@ -135,21 +135,27 @@ inline std::string spec_config_json(const arch_spec& s, config_style style = con
   return j + "}";
 }
 
+// m[name] = a tensor of `shape` with values uniform in [lo, hi), rounded to `type`'s values.
+inline void add_random_tensor(tensor_map& m, std::mt19937& rng, dtype type, const std::string& name,
+                              std::vector<std::int64_t> shape, float lo, float hi) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::size_t n = 1;
+  for (auto d : shape) n *= static_cast<std::size_t>(d);
+  test_tensor t{std::move(shape), std::vector<float>(n)};
+  for (float& v : t.values) {
+    v = dist(rng);
+    if (type == dtype::bf16) v = bf16_to_f32(f32_to_bf16(v));
+    if (type == dtype::f16) v = f16_to_f32(f32_to_f16(v));
+  }
+  m[name] = std::move(t);
+}
+
 // Random weights for every tensor the architecture defines, rounded to `type`'s values.
 inline tensor_map spec_random_tensors(const arch_spec& s, dtype type, std::uint32_t seed) {
   std::mt19937 rng(seed);
   tensor_map m;
   auto add = [&](const std::string& name, std::vector<std::int64_t> shape, float lo, float hi) {
-    std::uniform_real_distribution<float> dist(lo, hi);
-    std::size_t n = 1;
-    for (auto d : shape) n *= static_cast<std::size_t>(d);
-    test_tensor t{std::move(shape), std::vector<float>(n)};
-    for (float& v : t.values) {
-      v = dist(rng);
-      if (type == dtype::bf16) v = bf16_to_f32(f32_to_bf16(v));
-      if (type == dtype::f16) v = f16_to_f32(f32_to_f16(v));
-    }
-    m[name] = std::move(t);
+    add_random_tensor(m, rng, type, name, std::move(shape), lo, hi);
   };
   auto linear = [&](const std::string& name, int out, int in) {
     const float a = 1.5f / std::sqrt(static_cast<float>(in));
