@@ -236,5 +236,36 @@ TEST(hf_config, tensors_the_config_does_not_describe_are_refused) {
   std::filesystem::remove_all(dir);
 }
 
+
+// GPT-2's config.json as 4.x and 5.x save it (GPT2Config's keys; 5.x: dtype, tie_word_embeddings and
+// add_cross_attention written out): the same model, every key known.
+TEST(hf_config, gpt2_configs_of_both_versions_read_alike) {
+  const std::string common =
+      R"("activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1,
+         "bos_token_id": 50256, "embd_pdrop": 0.1, "eos_token_id": 50256, "initializer_range": 0.02,
+         "layer_norm_epsilon": 1e-05, "model_type": "gpt2", "n_ctx": 1024, "n_embd": 64, "n_head": 4,
+         "n_inner": null, "n_layer": 2, "n_positions": 1024, "reorder_and_upcast_attn": false, "resid_pdrop": 0.1,
+         "scale_attn_by_inverse_layer_idx": false, "scale_attn_weights": true, "summary_activation": null,
+         "summary_first_dropout": 0.1, "summary_proj_to_labels": true, "summary_type": "cls_index",
+         "summary_use_proj": true, "use_cache": true, "vocab_size": 50257)";
+  auto v4 = hf::config_parse("{" + common + R"(, "torch_dtype": "float32", "transformers_version": "4.51.3"})");
+  auto v5 = hf::config_parse("{" + common + R"(, "dtype": "float32", "tie_word_embeddings": true,
+      "add_cross_attention": false, "transformers_version": "5.0.0"})");
+  ASSERT_TRUE(v4.has_value()) << v4.error();
+  ASSERT_TRUE(v5.has_value()) << v5.error();
+  for (const auto* p : {&*v4, &*v5}) {
+    EXPECT_TRUE(p->notes.empty()) << p->notes.front();
+    EXPECT_EQ(p->config.dim, 64);
+    EXPECT_EQ(p->config.hidden_dim, 256);
+    EXPECT_EQ(p->config.seq_len, 1024);
+    EXPECT_TRUE(p->config.shared_classifier);
+    EXPECT_EQ(p->config.norm, norm_kind::layer);
+    EXPECT_EQ(p->config.positions, position_kind::learned);
+  }
+  auto refused = hf::config_parse("{" + common + R"(, "add_cross_attention": true})");
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().find("'add_cross_attention'"), std::string::npos) << refused.error();
+}
+
 }  // namespace
 }  // namespace pagedserve
