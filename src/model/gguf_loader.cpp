@@ -6,18 +6,11 @@
 #include <tbb/parallel_for.h>
 
 #include "model/load_phase.hpp"
+#include "model/ps_try.hpp"
 #include "pagedserve/gguf_model.hpp"
 
 namespace pagedserve {
 namespace {
-
-// Unwraps an expected into `out`, or returns its error from the enclosing function.
-#define PS_TRY(out, expr)                                          \
-  do {                                                             \
-    auto try_result_ = (expr);                                     \
-    if (!try_result_) return std::unexpected(try_result_.error()); \
-    out = *try_result_;                                            \
-  } while (0)
 
 enum class family { llama, qwen2, qwen3, qwen3moe, gpt2 };
 
@@ -375,8 +368,6 @@ void read_generation(const gguf_file& f, generation_defaults& g) {
     }
   if (auto id = f.get_uint("tokenizer.ggml.bos_token_id"); id && *id < (1u << 24)) g.bos_token_id = static_cast<int>(*id);
 }
-
-#undef PS_TRY
 
 }  // namespace
 

@@ -2,6 +2,7 @@
 // LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config, Qwen3MoeConfig and GPT2Config define them in 4.x
 // and 5.x; the keys each reads and refuses are the table of hf_config_keys.hpp.
 #include "model/hf_config.hpp"
+#include "model/ps_try.hpp"
 
 #include <simdjson.h>
 
@@ -87,14 +88,6 @@ class fields {
   object obj_;
   std::string file_;
 };
-
-// Unwraps an expected into `out`, or returns its error from the enclosing function.
-#define PS_TRY(out, expr)                                    \
-  do {                                                       \
-    auto try_result_ = (expr);                               \
-    if (!try_result_) return std::unexpected(try_result_.error()); \
-    out = std::move(*try_result_);                           \
-  } while (0)
 
 std::expected<const architecture_entry*, std::string> architecture(const fields& f, std::string& name) {
   auto e = f.get("architectures");
@@ -528,7 +521,5 @@ std::expected<void, std::string> generation_config_parse(std::string_view json, 
   if (k && *k > 0) into.max_new_tokens = static_cast<int>(std::min<std::int64_t>(*k, std::numeric_limits<int>::max()));
   return {};
 }
-
-#undef PS_TRY
 
 }  // namespace pagedserve::hf

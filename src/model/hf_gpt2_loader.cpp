@@ -4,18 +4,11 @@
 #include <set>
 
 #include "model/hf_gpt2.hpp"
+#include "model/ps_try.hpp"
 #include "model/hf_tensor_source.hpp"
 
 namespace pagedserve::hf {
 namespace {
-
-// Unwraps an expected into `out`, or returns its error from the enclosing function.
-#define PS_TRY(out, expr)                                          \
-  do {                                                             \
-    auto try_result_ = (expr);                                     \
-    if (!try_result_) return std::unexpected(try_result_.error()); \
-    out = *try_result_;                                            \
-  } while (0)
 
 std::expected<void, std::string> load_block(tensor_source& src, const model_config& c, const std::string& at,
                                             layer_weights& w) {
@@ -66,7 +59,5 @@ std::expected<void, std::string> gpt2_load_tensors(const safetensors_set& set, c
       return std::unexpected("tensor '" + name + "' is not part of GPT2LMHeadModel (as config.json describes it)");
   return {};
 }
-
-#undef PS_TRY
 
 }  // namespace pagedserve::hf

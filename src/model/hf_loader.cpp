@@ -10,6 +10,7 @@
 #include "model/hf_config.hpp"
 #include "model/hf_gpt2.hpp"
 #include "model/hf_tensor_source.hpp"
+#include "model/ps_try.hpp"
 #include "model/load_phase.hpp"
 #include "pagedserve/hf_model.hpp"
 #include "pagedserve/safetensors.hpp"
@@ -24,14 +25,6 @@ std::expected<std::string, std::string> read_text(const std::filesystem::path& p
   s << in.rdbuf();
   return s.str();
 }
-
-// Unwraps an expected into `out`, or returns its error from the enclosing function.
-#define PS_TRY(out, expr)                                          \
-  do {                                                             \
-    auto try_result_ = (expr);                                     \
-    if (!try_result_) return std::unexpected(try_result_.error()); \
-    out = *try_result_;                                            \
-  } while (0)
 
 std::expected<void, std::string> load_layer(hf::tensor_source& src, const hf::parsed_config& p, int l, layer_weights& w) {
   const model_config& c = p.config;
@@ -103,8 +96,6 @@ std::expected<void, std::string> load_tensors(const safetensors_set& set, const 
                              " as config.json describes it (refusing to guess)");
   return {};
 }
-
-#undef PS_TRY
 
 }  // namespace
 

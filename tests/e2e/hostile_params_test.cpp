@@ -13,23 +13,12 @@
 #include "e2e/openai_http_client.hpp"
 #include "e2e/server_process.hpp"
 #include "e2e/stream_collector.hpp"
+#include "e2e/well_behaved_client.hpp"
 
 namespace pagedserve::e2e {
 namespace {
 
 using namespace std::chrono_literals;
-
-// One greedy 32-token WebSocket request: its wall time in ms, or -1 if it did not end with one done.
-double well_behaved_ms(unsigned short port) {
-  ws_client client;
-  if (!client.connect(port)) return -1;
-  const auto start = std::chrono::steady_clock::now();
-  if (!client.send_text(generate_frame("good", "Once upon a time", 32))) return -1;
-  stream_collector frames;
-  if (!read_until(client, frames, [&] { return frames.done("good"); }, 20s)) return -1;
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  return frames["good"].dones.size() == 1 ? ms : -1;
-}
 
 std::string logit_bias_body(int n_entries, bool distinct) {
   std::string body = R"({"prompt":"Once upon a time","max_tokens":16,"temperature":0,"logit_bias":{)";
@@ -41,7 +30,7 @@ TEST(hostile_params, repeated_logit_bias_keys_are_one_entry_and_300_tokens_the_m
   E2E_REQUIRE_MODEL();
   server_process server({"--max-body-bytes", "2000000"});
   ASSERT_TRUE(server.ready()) << server.error();
-  const double alone = well_behaved_ms(server.port());
+  const double alone = well_behaved_request_ms(server.port());
   auto hostile = std::async(std::launch::async, [&] {
     for (int i = 0; i < 4; ++i) {
       auto r = http_exchange(server.port(), http_post_bytes("/v1/completions", logit_bias_body(130000, false)), 60s);
@@ -50,7 +39,7 @@ TEST(hostile_params, repeated_logit_bias_keys_are_one_entry_and_300_tokens_the_m
     }
   });
   std::this_thread::sleep_for(50ms);
-  const double beside = well_behaved_ms(server.port());
+  const double beside = well_behaved_request_ms(server.port());
   hostile.get();
   std::cout << "logit_bias with 130000 repeated keys: well-behaved request " << alone << " ms alone, " << beside
             << " ms beside it\n";
