@@ -75,6 +75,12 @@ TEST(ws_hostile, huge_bad_frames_get_small_errors_and_bounded_memory) {
 // byte bounds are raised (config file) so that only the deadline can end it.
 TEST(ws_hostile, a_client_that_never_reads_is_closed_after_the_write_deadline) {
   E2E_REQUIRE_MODEL();
+#if defined(__SANITIZE_ADDRESS__)
+  // The test needs the server to write faster than the kernel buffers drain, which an ASan+UBSan server
+  // (several times slower) does not always do: seen passing in 20 s and failing after 248 s without a
+  // blocked write. The deadline itself is exercised by the Release tree.
+  GTEST_SKIP() << "needs a Release server's write rate (the deadline is tested in the Release tree)";
+#endif
   const auto config = std::filesystem::temp_directory_path() / ("pagedserve-wsdeadline-" + std::to_string(::getpid()) + ".json");
   std::ofstream(config) << R"({"server":{"write_timeout_seconds":2,"max_outbound_frames":10000000,)"
                            R"("max_outbound_bytes":1073741824}})";
