@@ -122,7 +122,7 @@ TEST(engine, kv_pool_is_whole_after_500_random_requests_with_cancels_and_preempt
     p.max_tokens = std::uniform_int_distribution<int>(1, 120)(rng);
     // Every fifth request is one of three samples of its prompt (forks sharing its blocks).
     std::optional<sample_group> group;
-    if (i % 5 >= 2) group = sample_group{static_cast<std::uint64_t>(i / 5), 3};
+    if (i % 5 >= 2) group = sample_group{static_cast<std::uint64_t>(i / 5), 3, nullptr};
     if (i % 5 >= 3) prompt = last_prompt;
     last_prompt = prompt;
     actors.push_back(test::start_request(e, link, "r" + std::to_string(i), prompt, p, group));
