@@ -238,7 +238,7 @@ TEST(engine, parallel_samples_share_the_prompt_blocks_and_each_equals_its_seed_a
       engine e(io.get_executor(), s.weights, s.vocabulary, cfg);
       auto link = std::make_shared<test::recording_link>();
       const std::vector<token_id> prompt(text.begin(), text.begin() + n_prompt);
-      const sample_group group{12345, n};
+      const sample_group group{12345, n, nullptr};
       std::vector<std::shared_ptr<request_actor>> actors;
       for (int i = 0; i < n; ++i) {
         generate_command g;
