@@ -99,7 +99,21 @@ struct kernel_table {
   // exact widening path is not, but results differ from the fp32 path by the activations' rounding
   // (still batch invariant: each output depends on its own x row and w row only).
   bool bf16_rounds_activations = false;
+  // Block-quantized weights (ggml formats, ggml_blocks.hpp). Each token's activations are quantized
+  // first, in the format llama.cpp pairs with the weight type (its vec_dot_type) and with ggml's
+  // arithmetic, so results track llama.cpp's fast path: q8_0 blocks (per 32) for q4_0, q5_0, q8_0
+  // and iq4_nl; q8_1 (per 32, with the block's sum) for q4_1 and q5_1; q8_K (per 256, with sums per
+  // 16) for the K-quants and iq4_xs. xq: activation_row_bytes(wtype, n) bytes for one token.
+  void (*quantize_activations)(std::byte* xq, const float* x, dtype wtype, int n) = nullptr;
+  // out[t, o] = row o of w · token t's activations, for t < n_tokens and o in [o_begin, o_end);
+  // xq: [n_tokens, activation_row_bytes(w.type, w.cols)], out: [n_tokens, w.rows]. Each output's
+  // arithmetic depends only on its own weight row and token (batch invariance).
+  void (*matmul_blocks)(float* out, const std::byte* xq, const weight& w, int n_tokens, int o_begin,
+                        int o_end) = nullptr;
 };
+
+// Bytes of one token's quantized activations for a block-quantized weight type of width n.
+std::size_t activation_row_bytes(dtype wtype, int n);
 
 // Best table for this CPU, or the one forced by name ("scalar", "avx2", "avx2_vnni", "avx512",
 // "avx512_vnni", "avx512_bf16"; "auto" = best).

@@ -17,11 +17,16 @@
 
 namespace pagedserve {
 
-enum class dtype : std::uint8_t { f32, bf16, f16, i8 };
+// f32, bf16, f16: plain elements. i8: pagedserve's per-row int8 (below). q4_0 ... iq4_xs: ggml's
+// block-quantized formats, kept as stored (ggml_blocks.hpp describes them).
+enum class dtype : std::uint8_t { f32, bf16, f16, i8, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs };
 
-std::string_view dtype_name(dtype t);  // "f32", "bf16", "f16", "i8"
-// Bytes per element (an i8 matrix's row scales come on top: see weight::n_bytes).
-constexpr std::size_t dtype_size(dtype t) { return t == dtype::f32 ? 4 : t == dtype::i8 ? 1 : 2; }
+std::string_view dtype_name(dtype t);  // "f32", "bf16", "f16", "i8", "q4_0", ..., "q4_k", ..., "iq4_xs"
+// Bytes per element (an i8 matrix's row scales come on top: see weight::n_bytes); 0 for the block
+// formats, whose size is per block (block_row_bytes).
+constexpr std::size_t dtype_size(dtype t) {
+  return t == dtype::f32 ? 4 : t == dtype::i8 ? 1 : t == dtype::bf16 || t == dtype::f16 ? 2 : 0;
+}
 
 // A [rows, cols] row-major matrix (rows = output features, as HF's nn.Linear and llama2.c store
 // them). data is null for an absent weight.
@@ -49,6 +54,8 @@ struct weight {
 // inside a panel, groups of 4 consecutive columns, each group 64 bytes (row 0's 4 bytes, row 1's,
 // ..., row 15's). Rows are padded to a multiple of 16 and columns to a multiple of 4, with zeros.
 constexpr int i8_panel_rows = 16;
+// Bytes of one row of a block-quantized dtype (ggml_blocks.hpp's block_row_bytes).
+std::size_t block_row_bytes_of(dtype t, int cols);
 constexpr int i8_padded_rows(int rows) { return (rows + i8_panel_rows - 1) / i8_panel_rows * i8_panel_rows; }
 constexpr int i8_padded_cols(int cols) { return (cols + 3) / 4 * 4; }
 // Bytes of the packed panels of a [rows, cols] matrix.
@@ -63,6 +70,7 @@ constexpr std::size_t i8_index(int cols, int o, int i) {
 }
 
 inline std::size_t weight::n_bytes() const {
+  if (dtype_size(type) == 0) return static_cast<std::size_t>(rows) * block_row_bytes_of(type, cols);
   if (type != dtype::i8) return n_elements() * dtype_size(type);
   return i8_packed_size(rows, cols) + static_cast<std::size_t>(i8_padded_rows(rows)) * (sizeof(float) + sizeof(std::int32_t));
 }
@@ -99,6 +107,9 @@ inline float f16_to_f32(std::uint16_t h) {
 // float -> IEEE half, round to nearest even; overflow gives infinity.
 std::uint16_t f32_to_f16(float f);
 
+// One element of a block-quantized w, dequantized (its block decoded: for tests and lookups, not loops).
+float block_weight_at(const weight& w, std::size_t i);
+
 // One element of w as fp32 (any dtype).
 inline float weight_at(const weight& w, std::size_t i) {
   switch (w.type) {
@@ -109,8 +120,8 @@ inline float weight_at(const weight& w, std::size_t i) {
       const int o = static_cast<int>(i / static_cast<std::size_t>(w.cols)), c = static_cast<int>(i % static_cast<std::size_t>(w.cols));
       return w.scales[o] * static_cast<float>(w.i8()[i8_index(w.cols, o, c)]);
     }
+    default: return block_weight_at(w, i);
   }
-  return 0.0f;
 }
 
 // out[cols] = row `row` of w, converted to fp32 (embedding lookups).

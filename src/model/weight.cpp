@@ -2,6 +2,9 @@
 #include "pagedserve/weight.hpp"
 
 #include <cstring>
+#include <vector>
+
+#include "pagedserve/ggml_blocks.hpp"
 
 namespace pagedserve {
 
@@ -11,6 +14,18 @@ std::string_view dtype_name(dtype t) {
     case dtype::bf16: return "bf16";
     case dtype::f16: return "f16";
     case dtype::i8: return "i8";
+    case dtype::q4_0: return "q4_0";
+    case dtype::q4_1: return "q4_1";
+    case dtype::q5_0: return "q5_0";
+    case dtype::q5_1: return "q5_1";
+    case dtype::q8_0: return "q8_0";
+    case dtype::q2_k: return "q2_k";
+    case dtype::q3_k: return "q3_k";
+    case dtype::q4_k: return "q4_k";
+    case dtype::q5_k: return "q5_k";
+    case dtype::q6_k: return "q6_k";
+    case dtype::iq4_nl: return "iq4_nl";
+    case dtype::iq4_xs: return "iq4_xs";
   }
   return "unknown";
 }
@@ -44,7 +59,24 @@ void weight_row_to_f32(float* out, const weight& w, int row) {
     case dtype::i8:
       for (int i = 0; i < w.cols; ++i) out[i] = w.scales[row] * static_cast<float>(w.i8()[i8_index(w.cols, row, i)]);
       return;
+    default:
+      dequantize_blocks(w.type, out, static_cast<const std::byte*>(w.data) + static_cast<std::size_t>(row) * block_row_bytes(w.type, w.cols),
+                        static_cast<std::size_t>(w.cols));
+      return;
   }
+}
+
+std::size_t block_row_bytes_of(dtype t, int cols) { return block_row_bytes(t, cols); }
+
+float block_weight_at(const weight& w, std::size_t i) {
+  const block_layout l = block_layout_of(w.type);
+  const std::size_t row = i / static_cast<std::size_t>(w.cols), col = i % static_cast<std::size_t>(w.cols);
+  const std::size_t block = col / static_cast<std::size_t>(l.elements);
+  std::vector<float> values(static_cast<std::size_t>(l.elements));
+  dequantize_blocks(w.type, values.data(),
+                    static_cast<const std::byte*>(w.data) + row * block_row_bytes(w.type, w.cols) + block * l.bytes,
+                    values.size());
+  return values[col % static_cast<std::size_t>(l.elements)];
 }
 
 }  // namespace pagedserve
