@@ -15,6 +15,13 @@
 
 #include "pagedserve/weight.hpp"
 
+// Bit-identical decoding needs every product rounded on its own, as ggml's x86 build does: no fused
+// multiply-add. g++ in ISO mode (this project's) never contracts; clang does within an expression
+// unless told not to, which matters on targets with FMA (ARM64, -march=native).
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 namespace pagedserve::ggml_blocks {
 
 // An fp16 field of a block, as fp32.
