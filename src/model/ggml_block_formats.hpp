@@ -7,8 +7,6 @@
 // Decoders: out[n_blocks * elements] from n_blocks blocks at `blocks` (any alignment).
 // Encoders: n_blocks blocks into `out` from x[n_blocks * elements]; deterministic; a NaN in x gives
 // some valid block, never undefined behaviour.
-#include <algorithm>
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

@@ -8,8 +8,6 @@
 namespace pagedserve::ggml_blocks {
 namespace {
 
-constexpr std::size_t qk_k = 256;
-
 // q3_K's sixteen 6-bit scales from its 12 bytes: scale j's low nibble is the low (j < 8) or high
 // (j >= 8) nibble of byte j % 8, its top two bits are bits 2 * (j / 4) of byte 8 + j % 4.
 void q3_k_scales(int* scale, const std::uint8_t* s) {

@@ -7,6 +7,7 @@
 // round to nearest), so those blocks are the ones llama-quantize writes without an importance matrix
 // and the test models that mirror that rule keep matching. q4_1, q5_0 and q5_1 search their scale
 // (ggml_block_fits.cpp), which lowers their error below the reference rules'.
+#include <algorithm>
 #include <cmath>
 
 #include "model/ggml_block_formats.hpp"
