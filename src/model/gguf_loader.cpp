@@ -7,6 +7,7 @@
 
 #include "model/load_phase.hpp"
 #include "model/ps_try.hpp"
+#include "pagedserve/ggml_blocks.hpp"
 #include "pagedserve/gguf_model.hpp"
 
 namespace pagedserve {
@@ -216,14 +217,9 @@ class tensor_source {
                                                std::size_t n_rows, std::size_t cols) const {
     const std::size_t first = row0 * cols, n = n_rows * cols;
     if (!t.n_bytes) return std::unexpected(unsupported(t));
-    switch (t.type) {
-      case static_cast<std::uint32_t>(gguf_tensor_type::q8_0):
-        gguf_dequantize_q8_0(out, t.data + first / 32 * 34, n);
-        return {};
-      case static_cast<std::uint32_t>(gguf_tensor_type::q4_0):
-        gguf_dequantize_q4_0(out, t.data + first / 32 * 18, n);
-        return {};
-      default: break;
+    if (const std::optional<dtype> block = dtype_of_ggml_type(t.type); block && is_block_quantized(*block)) {
+      dequantize_blocks(*block, out, t.data + first / block_layout_of(*block).elements * block_layout_of(*block).bytes, n);
+      return {};
     }
     auto type = plain_type(t);
     if (!type) return std::unexpected(unsupported(t));

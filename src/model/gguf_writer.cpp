@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "pagedserve/ggml_blocks.hpp"
 #include "pagedserve/weight.hpp"
 
 namespace pagedserve {
@@ -104,8 +105,8 @@ void gguf_writer::add_tensor(std::string_view name, std::vector<std::uint64_t> n
       break;
     case gguf_tensor_type::f16: data = encode_16(values, f32_to_f16); break;
     case gguf_tensor_type::bf16: data = encode_16(values, f32_to_bf16); break;
-    case gguf_tensor_type::q8_0: data = gguf_quantize_q8_0(values); break;
-    case gguf_tensor_type::q4_0: data = gguf_quantize_q4_0(values); break;
+    case gguf_tensor_type::q8_0:
+    case gguf_tensor_type::q4_0: data = quantize_blocks(*dtype_of_ggml_type(static_cast<std::uint32_t>(type)), values); break;
   }
   add_tensor_raw(name, std::move(ne), static_cast<std::uint32_t>(type), std::move(data));
 }
