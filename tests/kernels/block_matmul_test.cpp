@@ -269,7 +269,7 @@ TEST_P(BlockMatmul, OpsMatchTableAndGroup) {
   }
   const std::vector<float> x = random_activations(n_tokens, cols, rng);
   std::vector<std::vector<float>> group_out(4);
-  std::vector<matmul_output> outputs;
+  std::vector<ops::matmul_output> outputs;
   for (int k = 0; k < 4; ++k) {
     group_out[k].assign(static_cast<std::size_t>(n_tokens) * rows[k], NAN);
     outputs.push_back({group_out[k].data(), ws[k]});
