@@ -7,7 +7,7 @@ namespace pagedserve::kernels {
 
 void detail::matmul_blocks_avx2_vnni(float* out, const std::byte* xq, const weight& w, int n_tokens, int o_begin,
                                 int o_end) {
-  matmul_blocks_simd(out, xq, w, n_tokens, o_begin, o_end);
+  matmul_blocks_simd(out, xq, w, n_tokens, o_begin, o_end, simd_kernels(w.type));
 }
 
 }  // namespace pagedserve::kernels

@@ -218,9 +218,9 @@ void dot_k(float* sums, const void* row, const std::byte* y0, std::size_t y_stri
   for (int t = 0; t < n_t; ++t) sums[t] = hsum(_mm256_sub_ps(acc[t], acc_min[t]));
 }
 
-// 8 s16 scales (one per 32 weights) from the low 8 unsigned bytes of bytes: sc[k] = scale k in every lane.
-inline void broadcast_scales8(__m128i bytes, __m256i* sc) {
-  const __m256i s16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(bytes));
+// 8 s16 scales (one per 32 weights): sc[k] = scale k in every lane.
+inline void broadcast_scales8(__m128i scales16, __m256i* sc) {
+  const __m256i s16 = _mm256_broadcastsi128_si256(scales16);
   for (int k = 0; k < 8; ++k) sc[k] = _mm256_shuffle_epi8(s16, _mm256_set1_epi16(static_cast<short>((2 * k + 1) << 8 | 2 * k)));
 }
 
@@ -248,7 +248,7 @@ struct fmt_q45_k {
       for (int j = 0; j < 8; ++j)
         kb.q[j] = _mm256_or_si256(kb.q[j], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, j), one), 4));
     }
-    broadcast_scales8(_mm_cvtsi64_si128(static_cast<long long>(sc)), kb.sc);
+    broadcast_scales8(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sc))), kb.sc);
     // bsums are per 16 activations, mins per 32.
     const __m128i mn8 = _mm_cvtsi64_si128(static_cast<long long>(mn));
     kb.mins16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn8, mn8));
@@ -279,6 +279,20 @@ struct fmt_q6_k {
   }
 };
 
+// q3_k's 16 scales (k3_scales) as signed bytes, unpacked in registers: low nibbles from bytes 0-7 (low
+// nibble for scales 0-7, high for 8-15), bits 4-5 from byte 8 + j % 4 at bit 2 (j / 4).
+inline __m128i k3_scales_vec(const std::uint8_t* packed) {
+  std::uint64_t lows;
+  std::uint32_t highs;
+  std::memcpy(&lows, packed, 8);
+  std::memcpy(&highs, packed + 8, 4);
+  const __m128i p = _mm_cvtsi64_si128(static_cast<long long>(lows)), nib = _mm_set1_epi8(0xF);
+  const __m128i low = _mm_unpacklo_epi64(_mm_and_si128(p, nib), _mm_and_si128(_mm_srli_epi16(p, 4), nib));
+  const __m128i high = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(static_cast<int>(highs)), _mm_setr_epi32(0, 2, 4, 6)),
+                                     _mm_set1_epi8(3));
+  return _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), _mm_set1_epi8(32));
+}
+
 // q3_k: 2 low bits in qs, the third in hmask (set: +0, clear: -4), stored here as 0..7 with offset 4;
 // a 6-bit scale (minus 32) per 16.
 struct fmt_q3_k {
@@ -296,9 +310,7 @@ struct fmt_q3_k {
         kb.q[4 * half + j] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qs, 2 * j), low2), high);
       }
     }
-    std::int8_t scales[16];
-    k3_scales(x.scales, scales);
-    const __m256i scales16 = _mm256_cvtepi8_epi16(load16(scales));
+    const __m256i scales16 = _mm256_cvtepi8_epi16(k3_scales_vec(x.scales));
     pair_scales(scales16, kb.sc);
     kb.offset_scales = _mm256_slli_epi16(scales16, 2);
     kb.d = h(x.d);
@@ -330,10 +342,16 @@ struct fmt_iq4_xs {
   static constexpr bool has_min = false, signed_q = true;
   static void decode(const void* row, int b, k_block& kb) {
     const block_iq4_xs& x = static_cast<const block_iq4_xs*>(row)[b];
-    for (int j = 0; j < 8; ++j) {
-      kb.q[j] = iq4_lookup(nibbles32(x.qs + 16 * j));
-      kb.sc[j] = _mm256_set1_epi16(static_cast<short>(iq4_xs_scale(x, j)));
-    }
+    for (int j = 0; j < 8; ++j) kb.q[j] = iq4_lookup(nibbles32(x.qs + 16 * j));
+    // Scale j: nibble j of scales_l (low nibble first) below bits 2j, 2j+1 of scales_h, minus 32.
+    std::uint32_t low;
+    std::memcpy(&low, x.scales_l, 4);
+    const __m128i l = _mm_cvtsi32_si128(static_cast<int>(low)), nib = _mm_set1_epi8(0xF);
+    std::uint64_t high = 0;
+    for (int j = 0; j < 8; ++j) high |= static_cast<std::uint64_t>((x.scales_h >> 2 * j) & 3) << (8 * j + 4);
+    const __m128i ls = _mm_or_si128(_mm_unpacklo_epi8(_mm_and_si128(l, nib), _mm_and_si128(_mm_srli_epi16(l, 4), nib)),
+                                    _mm_cvtsi64_si128(static_cast<long long>(high)));
+    broadcast_scales8(_mm_sub_epi16(_mm_cvtepu8_epi16(ls), _mm_set1_epi16(32)), kb.sc);
     kb.d = h(x.d);
   }
 };
@@ -385,18 +403,26 @@ inline const block_dot_kernels& simd_kernels(dtype t) {
   }
 }
 
-// kernel_table::matmul_blocks: row by row (a decode step streams each row once), tokens in groups of 4.
-inline void matmul_blocks_simd(float* out, const std::byte* xq, const weight& w, int n_tokens, int o_begin, int o_end) {
-  const block_dot_kernels& k = simd_kernels(w.type);
+// Rows per tile of matmul_blocks_simd: 16 rows of a 5632-wide q8_0 matrix are 96 KB, in L2.
+constexpr int block_rows_per_tile = 16;
+
+// kernel_table::matmul_blocks over w's kernels k. Tiles of rows; in each, every group of 4 tokens runs
+// over the tile's rows, so the group's activations stay in L1 while the rows come from L2 (a decode
+// step, one group, streams each row once from memory).
+inline void matmul_blocks_simd(float* out, const std::byte* xq, const weight& w, int n_tokens, int o_begin, int o_end,
+                               const block_dot_kernels& k) {
   const std::size_t row_bytes = block_row_bytes(w.type, w.cols), x_bytes = activation_row_bytes(w.type, w.cols);
   const int nb = w.cols / block_layout_of(w.type).elements;
-  for (int o = o_begin; o < o_end; ++o) {
-    const void* row = static_cast<const std::byte*>(w.data) + static_cast<std::size_t>(o) * row_bytes;
+  for (int tile = o_begin; tile < o_end; tile += block_rows_per_tile) {
+    const int tile_end = std::min(o_end, tile + block_rows_per_tile);
     for (int t = 0; t < n_tokens; t += block_dot_tokens) {
       const int n_t = std::min(block_dot_tokens, n_tokens - t);
-      float sums[block_dot_tokens];
-      k.by_tokens[n_t - 1](sums, row, xq + t * x_bytes, x_bytes, nb);
-      for (int i = 0; i < n_t; ++i) out[static_cast<std::size_t>(t + i) * w.rows + o] = sums[i];
+      for (int o = tile; o < tile_end; ++o) {
+        float sums[block_dot_tokens];
+        k.by_tokens[n_t - 1](sums, static_cast<const std::byte*>(w.data) + static_cast<std::size_t>(o) * row_bytes,
+                             xq + t * x_bytes, x_bytes, nb);
+        for (int i = 0; i < n_t; ++i) out[static_cast<std::size_t>(t + i) * w.rows + o] = sums[i];
+      }
     }
   }
 }
