@@ -7,13 +7,18 @@
 // Decoders: out[n_blocks * elements] from n_blocks blocks at `blocks` (any alignment).
 // Encoders: n_blocks blocks into `out` from x[n_blocks * elements]; deterministic; a NaN in x gives
 // some valid block, never undefined behaviour.
-#include <algorithm>
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
 #include "pagedserve/weight.hpp"
+
+// Bit-identical decoding needs every product rounded on its own, as ggml's x86 build does: no fused
+// multiply-add. g++ in ISO mode (this project's) never contracts; clang does within an expression
+// unless told not to, which matters on targets with FMA (ARM64, -march=native).
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
 
 namespace pagedserve::ggml_blocks {
 

@@ -72,7 +72,7 @@ void pack_iq4_group(std::uint8_t* qs, const float* x, float d) {
 }  // namespace
 
 // IQ4_NL (18 bytes): d, qs[16].
-void dequantize_iq4_nl(float* out, const std::byte* blocks, std::size_t n_blocks) {
+void dequantize_iq4_nl(float* __restrict out, const std::byte* __restrict blocks, std::size_t n_blocks) {
   for (std::size_t i = 0; i < n_blocks; ++i, blocks += 18, out += 32) {
     const float d = load_f16(blocks);
     for (std::size_t j = 0; j < 16; ++j) {
@@ -85,7 +85,7 @@ void dequantize_iq4_nl(float* out, const std::byte* blocks, std::size_t n_blocks
 
 // IQ4_XS (136 bytes): d, u16 scales_h, scales_l[4], qs[128]. Sub-block b's scale: low nibble of
 // scales_l[b / 2] (b even) or its high nibble (b odd), top two bits = bits 2b..2b+1 of scales_h.
-void dequantize_iq4_xs(float* out, const std::byte* blocks, std::size_t n_blocks) {
+void dequantize_iq4_xs(float* __restrict out, const std::byte* __restrict blocks, std::size_t n_blocks) {
   for (std::size_t i = 0; i < n_blocks; ++i, blocks += 136) {
     const float d = load_f16(blocks);
     std::uint16_t scales_h;
