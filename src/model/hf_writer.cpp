@@ -5,6 +5,7 @@
 #include <charconv>
 #include <fstream>
 
+#include "pagedserve/check.hpp"
 #include "pagedserve/hf_model.hpp"
 #include "pagedserve/safetensors.hpp"
 
@@ -33,8 +34,10 @@ std::string_view torch_dtype(dtype t) {
     case dtype::bf16: return "bfloat16";
     case dtype::f16: return "float16";
     case dtype::i8: return "int8";
+    default: break;
   }
-  return "float32";
+  ps_check(false, "safetensors has no ggml block formats (GGUF only)");
+  return {};
 }
 
 std::expected<void, std::string> write_text(const std::filesystem::path& path, const std::string& text) {

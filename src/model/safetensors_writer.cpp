@@ -3,6 +3,7 @@
 #include <fstream>
 #include <numeric>
 
+#include "pagedserve/check.hpp"
 #include "pagedserve/safetensors.hpp"
 
 namespace pagedserve {
@@ -14,8 +15,10 @@ std::string_view header_dtype(dtype t) {
     case dtype::bf16: return "BF16";
     case dtype::f16: return "F16";
     case dtype::i8: return "I8";
+    default: break;
   }
-  return "F32";
+  ps_check(false, "safetensors has no ggml block formats (GGUF only)");
+  return {};
 }
 
 std::string json_string(std::string_view s) {
