@@ -32,8 +32,9 @@ int nearest_iq4_index(float v) {
 
 // The scale d of one 32-weight group for x ~ d * level[index], by weighted squared error (weights
 // rms + |x|, as the K-quants'). Candidates: the value of largest magnitude mapped near either end of
-// the (asymmetric) table, -127 or 113, within 7 levels; each candidate's levels refitted by least
-// squares; the best maximises (sum w x q)^2 / sum w q^2.
+// the (asymmetric) table, -127 or 113, moved by -6, -4, ..., 6 (steps of 1 lower the error only 0.1%,
+// at twice the time); each candidate's levels refitted by least squares; the best maximises
+// (sum w x q)^2 / sum w q^2.
 float fit_iq4_group(const float* x) {
   float amax = 0.0f, max = 0.0f, sum_x2 = 0.0f;
   for (int j = 0; j < 32; ++j) {
@@ -47,7 +48,7 @@ float fit_iq4_group(const float* x) {
   float best_d = max / -127.0f;
   double best_gain = -1.0;
   for (const float extreme : {-127.0f, 113.0f})
-    for (int k = -7; k <= 7; ++k) {
+    for (int k = -6; k <= 6; k += 2) {
       const float id = (extreme + static_cast<float>(k)) / max;
       float swqx = 0.0f, swq2 = 0.0f;
       for (int j = 0; j < 32; ++j) {

@@ -554,5 +554,24 @@ TEST(ggml_blocks_encode, non_finite_inputs_give_blocks) {
   }
 }
 
+// A block-quantized weight view (weight.hpp) reads through the same decoders, row by row and element
+// by element.
+TEST(ggml_blocks_encode, weight_views_of_blocks_decode_rows_and_elements) {
+  const int rows = 3, cols = 512;
+  const std::vector<float> x = normal_values(static_cast<std::size_t>(rows) * cols, 9);
+  for (dtype t : all_block_types) {
+    const std::vector<std::byte> blocks = quantize_blocks(t, x);
+    std::vector<float> all(x.size());
+    dequantize_blocks(t, all.data(), blocks.data(), all.size());
+    const weight w{blocks.data(), t, rows, cols};
+    std::vector<float> row(cols);
+    for (int r = 0; r < rows; ++r) {
+      weight_row_to_f32(row.data(), w, r);
+      for (int c = 0; c < cols; ++c) ASSERT_EQ(row[c], all[static_cast<std::size_t>(r) * cols + c]) << dtype_name(t);
+    }
+    for (std::size_t i : {std::size_t{0}, std::size_t{300}, x.size() - 1}) EXPECT_EQ(weight_at(w, i), all[i]) << dtype_name(t);
+  }
+}
+
 }  // namespace
 }  // namespace pagedserve
