@@ -19,6 +19,7 @@ inline __m256i pair_pick(int k) {
 inline void pair_scales(__m256i scales16, __m256i* sc) {
   const __m256i halves[2] = {_mm256_broadcastsi128_si256(_mm256_castsi256_si128(scales16)),
                              _mm256_broadcastsi128_si256(_mm256_extracti128_si256(scales16, 1))};
+  #pragma GCC unroll 8
   for (int k = 0; k < 8; ++k) sc[k] = _mm256_shuffle_epi8(halves[k / 4], pair_pick(k % 4));
 }
 
@@ -47,6 +48,7 @@ void dot_k(float* sums, const void* row, const std::byte* y0, std::size_t y_stri
     F::decode(row, b, kb);
     __m256i abs_q[8];
     if constexpr (F::signed_q)
+      #pragma GCC unroll 8
       for (int k = 0; k < 8; ++k) abs_q[k] = _mm256_abs_epi8(kb.q[k]);
 #pragma GCC unroll 4
     for (int t = 0; t < n_t; ++t) {
@@ -76,6 +78,7 @@ void dot_k(float* sums, const void* row, const std::byte* y0, std::size_t y_stri
 // 8 s16 scales (one per 32 weights): sc[k] = scale k in every lane.
 inline void broadcast_scales8(__m128i scales16, __m256i* sc) {
   const __m256i s16 = _mm256_broadcastsi128_si256(scales16);
+  #pragma GCC unroll 8
   for (int k = 0; k < 8; ++k) sc[k] = _mm256_shuffle_epi8(s16, _mm256_set1_epi16(static_cast<short>((2 * k + 1) << 8 | 2 * k)));
 }
 
@@ -93,6 +96,7 @@ struct fmt_q45_k {
     kb.d = h(five_bits ? b5.d : b4.d);
     kb.dmin = h(five_bits ? b5.dmin : b4.dmin);
     const __m256i low4 = _mm256_set1_epi8(0xF);
+    #pragma GCC unroll 8
     for (int c = 0; c < 4; ++c) {
       const __m256i raw = load32(qs + 32 * c);
       kb.q[2 * c] = _mm256_and_si256(raw, low4);
@@ -100,6 +104,7 @@ struct fmt_q45_k {
     }
     if constexpr (five_bits) {
       const __m256i qh = load32(b5.qh), one = _mm256_set1_epi8(1);
+      #pragma GCC unroll 8
       for (int j = 0; j < 8; ++j)
         kb.q[j] = _mm256_or_si256(kb.q[j], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, j), one), 4));
     }
@@ -117,6 +122,7 @@ struct fmt_q6_k {
   static void decode(const void* row, int b, k_block& kb) {
     const block_q6_k& x = static_cast<const block_q6_k*>(row)[b];
     const __m256i low4 = _mm256_set1_epi8(0xF), bits45 = _mm256_set1_epi8(0x30);
+    #pragma GCC unroll 8
     for (int half = 0; half < 2; ++half) {
       const __m256i l0 = load32(x.ql + 64 * half), l1 = load32(x.ql + 64 * half + 32), hb = load32(x.qh + 32 * half);
       // Bits 2k, 2k+1 of qh become bits 4, 5 of vector k's bytes.
@@ -156,8 +162,10 @@ struct fmt_q3_k {
   static void decode(const void* row, int b, k_block& kb) {
     const block_q3_k& x = static_cast<const block_q3_k*>(row)[b];
     const __m256i low2 = _mm256_set1_epi8(3), bit2 = _mm256_set1_epi8(4), hm = load32(x.hmask);
+    #pragma GCC unroll 8
     for (int half = 0; half < 2; ++half) {
       const __m256i qs = load32(x.qs + 32 * half);
+      #pragma GCC unroll 8
       for (int j = 0; j < 4; ++j) {
         const int shift = 4 * half + j;  // hmask bit of vector 4 half + j
         const __m256i high = _mm256_and_si256(
@@ -179,8 +187,10 @@ struct fmt_q2_k {
   static void decode(const void* row, int b, k_block& kb) {
     const block_q2_k& x = static_cast<const block_q2_k*>(row)[b];
     const __m256i low2 = _mm256_set1_epi8(3);
+    #pragma GCC unroll 8
     for (int half = 0; half < 2; ++half) {
       const __m256i qs = load32(x.qs + 32 * half);
+      #pragma GCC unroll 8
       for (int j = 0; j < 4; ++j) kb.q[4 * half + j] = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * j), low2);
     }
     const __m128i packed = load16(x.scales);
@@ -197,12 +207,14 @@ struct fmt_iq4_xs {
   static constexpr bool has_min = false, signed_q = true;
   static void decode(const void* row, int b, k_block& kb) {
     const block_iq4_xs& x = static_cast<const block_iq4_xs*>(row)[b];
+    #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) kb.q[j] = iq4_lookup(nibbles32(x.qs + 16 * j));
     // Scale j: nibble j of scales_l (low nibble first) below bits 2j, 2j+1 of scales_h, minus 32.
     std::uint32_t low;
     std::memcpy(&low, x.scales_l, 4);
     const __m128i l = _mm_cvtsi32_si128(static_cast<int>(low)), nib = _mm_set1_epi8(0xF);
     std::uint64_t high = 0;
+    #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) high |= static_cast<std::uint64_t>((x.scales_h >> 2 * j) & 3) << (8 * j + 4);
     const __m128i ls = _mm_or_si128(_mm_unpacklo_epi8(_mm_and_si128(l, nib), _mm_and_si128(_mm_srli_epi16(l, 4), nib)),
                                     _mm_cvtsi64_si128(static_cast<long long>(high)));

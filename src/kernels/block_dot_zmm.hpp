@@ -76,6 +76,7 @@ struct fmt512_q45_k {
     const __m256i low4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
     // Scale 2p on the low 256 bits, 2p + 1 on the high: s16 elements picked from 128-bit copies of all 8.
     const __m512i s16 = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sc))));
+    #pragma GCC unroll 8
     for (int p = 0; p < 4; ++p) {
       const __m256i raw = load32(qs + 32 * p);
       __m256i lo = _mm256_and_si256(raw, low4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
@@ -100,6 +101,7 @@ struct fmt512_q6_k {
   static void decode(const void* row, int b, k_block512& kb) {
     const block_q6_k& x = static_cast<const block_q6_k*>(row)[b];
     const __m512i low4 = _mm512_set1_epi8(0xF), bits45 = _mm512_set1_epi8(0x30);
+    #pragma GCC unroll 8
     for (int half = 0; half < 2; ++half) {
       const __m512i l = _mm512_loadu_si512(x.ql + 64 * half);  // weights 128 half + 0..63 (low), 64..127 (high)
       const __m256i hb256 = load32(x.qh + 32 * half);
@@ -112,6 +114,7 @@ struct fmt512_q6_k {
     }
     const __m256i scales16 = _mm256_cvtepi8_epi16(load16(x.scales));
     const __m512i all = _mm512_castsi256_si512(scales16);
+    #pragma GCC unroll 8
     for (int p = 0; p < 4; ++p) {
       const __m128i lane = _mm_set1_epi16(static_cast<short>(4 * p));
       const __m512i index = _mm512_add_epi16(_mm512_broadcast_i32x4(lane),
