@@ -87,7 +87,7 @@ template <bool five_bits>
 struct fmt_q45_k {
   static constexpr int offset = 0;
   static constexpr bool has_min = true, signed_q = false;
-  static void decode(const void* row, int b, k_block& kb) {
+  [[gnu::always_inline]] static void decode(const void* row, int b, k_block& kb) {
     const auto& b4 = static_cast<const block_q4_k*>(row)[b];
     const auto& b5 = static_cast<const block_q5_k*>(row)[b];
     const std::uint8_t* qs = five_bits ? b5.qs : b4.qs;
@@ -119,7 +119,7 @@ struct fmt_q45_k {
 struct fmt_q6_k {
   static constexpr int offset = 32;
   static constexpr bool has_min = false, signed_q = false;
-  static void decode(const void* row, int b, k_block& kb) {
+  [[gnu::always_inline]] static void decode(const void* row, int b, k_block& kb) {
     const block_q6_k& x = static_cast<const block_q6_k*>(row)[b];
     const __m256i low4 = _mm256_set1_epi8(0xF), bits45 = _mm256_set1_epi8(0x30);
     #pragma GCC unroll 8
@@ -159,7 +159,7 @@ inline __m128i k3_scales_vec(const std::uint8_t* packed) {
 struct fmt_q3_k {
   static constexpr int offset = 4;
   static constexpr bool has_min = false, signed_q = false;
-  static void decode(const void* row, int b, k_block& kb) {
+  [[gnu::always_inline]] static void decode(const void* row, int b, k_block& kb) {
     const block_q3_k& x = static_cast<const block_q3_k*>(row)[b];
     const __m256i low2 = _mm256_set1_epi8(3), bit2 = _mm256_set1_epi8(4), hm = load32(x.hmask);
     #pragma GCC unroll 8
@@ -184,7 +184,7 @@ struct fmt_q3_k {
 struct fmt_q2_k {
   static constexpr int offset = 0;
   static constexpr bool has_min = true, signed_q = false;
-  static void decode(const void* row, int b, k_block& kb) {
+  [[gnu::always_inline]] static void decode(const void* row, int b, k_block& kb) {
     const block_q2_k& x = static_cast<const block_q2_k*>(row)[b];
     const __m256i low2 = _mm256_set1_epi8(3);
     #pragma GCC unroll 8
@@ -205,7 +205,7 @@ struct fmt_q2_k {
 struct fmt_iq4_xs {
   static constexpr int offset = 0;
   static constexpr bool has_min = false, signed_q = true;
-  static void decode(const void* row, int b, k_block& kb) {
+  [[gnu::always_inline]] static void decode(const void* row, int b, k_block& kb) {
     const block_iq4_xs& x = static_cast<const block_iq4_xs*>(row)[b];
     #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) kb.q[j] = iq4_lookup(nibbles32(x.qs + 16 * j));
