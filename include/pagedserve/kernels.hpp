@@ -21,8 +21,8 @@
 
 namespace pagedserve::kernels {
 
-// The _vnni variants are their base table with the int8 matmul on vpdpbusd (AVX-VNNI on ymm,
-// AVX512-VNNI on zmm); the base tables widen to int16 and use vpmaddwd instead. avx512_bf16 is
+// The _vnni variants are their base table with the int8 and block-quantized matmuls on vpdpbusd and
+// vpdpwssd (AVX-VNNI on ymm, AVX512-VNNI on zmm); the base tables use vpmaddubsw and vpmaddwd instead. avx512_bf16 is
 // avx512_vnni with bf16 weights multiplied by vdpbf16ps (kernel_table::bf16_rounds_activations).
 enum class isa { scalar, avx2, avx2_vnni, avx512, avx512_vnni, avx512_bf16 };
 
@@ -106,8 +106,10 @@ struct kernel_table {
   // 16) for the K-quants and iq4_xs. xq: activation_row_bytes(wtype, n) bytes for one token.
   void (*quantize_activations)(std::byte* xq, const float* x, dtype wtype, int n) = nullptr;
   // out[t, o] = row o of w · token t's activations, for t < n_tokens and o in [o_begin, o_end);
-  // xq: [n_tokens, activation_row_bytes(w.type, w.cols)], out: [n_tokens, w.rows]. Each output's
-  // arithmetic depends only on its own weight row and token (batch invariance).
+  // xq: [n_tokens, activation_row_bytes(w.type, w.cols)], out: [n_tokens, w.rows]. Integer sums per
+  // block are exact (as ggml's); each output's fp32 arithmetic depends only on its own weight row and
+  // token (batch invariance), though its order differs between tables (so may the last bits).
+  // Every table computes all 12 formats on its own instruction set.
   void (*matmul_blocks)(float* out, const std::byte* xq, const weight& w, int n_tokens, int o_begin,
                         int o_end) = nullptr;
 };
@@ -189,7 +191,9 @@ constexpr int attention_start(const attention_batch& b, int pos) {
 namespace reference {
 void matmul(float* out, const float* x, const float* w, int n_tokens, int n_in, int n_out);
 // out[n_tokens, w.rows] = x[n_tokens, w.cols] · w^T, any weight dtype; i8 quantizes each token with
-// quantize_token_u8 and sums the int8 products exactly, as the tables do (kernel_table::matmul_i8).
+// quantize_token_u8 and sums the int8 products exactly, as the tables do (kernel_table::matmul_i8);
+// block-quantized weights are decoded row by row (dequantize_blocks) and multiplied with the
+// unquantized x in fp32: the exact product the quantized activations approximate.
 void matmul(float* out, const float* x, const weight& w, int n_tokens);
 // kernel_table::quantize_token_u8's arithmetic, plainly (the scalar table's entry).
 float quantize_token_u8(std::uint8_t* xq, const float* x, int n, int n_pad);
@@ -218,9 +222,10 @@ namespace ops {
 // TBB-parallel versions with the reference's signatures, running table's inner loops.
 void matmul(const kernel_table& kt, float* out, const float* x, const float* w, int n_tokens, int n_in,
             int n_out);
-// out[n_tokens, w.rows] = x[n_tokens, w.cols] · w^T, dispatched on w's dtype. i8 quantizes x once
-// (one pass, over tokens, into a per-thread buffer reused across calls), then runs matmul_i8 over
-// tiles of panels. Up to 16 tokens each thread takes one contiguous share of the rows.
+// out[n_tokens, w.rows] = x[n_tokens, w.cols] · w^T, dispatched on w's dtype. i8 and the block formats
+// quantize x once (one pass, over tokens, into a per-thread buffer reused across calls), then run
+// matmul_i8 / matmul_blocks over tiles of rows. Up to 16 tokens each thread takes one contiguous share
+// of the rows.
 void matmul(const kernel_table& kt, float* out, const float* x, const weight& w, int n_tokens);
 // One product of a matmul_group: out[n_tokens, w.rows] = x · w^T.
 struct matmul_output {
@@ -228,7 +233,8 @@ struct matmul_output {
   weight w;
 };
 // Several matmuls of one input (Q, K and V; gate and up) in one parallel_for over all their row tiles,
-// so a decode step pays one fork/join for the group and the i8 ones share one quantization of x.
+// so a decode step pays one fork/join for the group and the i8 ones share one quantization of x (the
+// block ones one per activation format: q8_0, q8_1, q8_K).
 // Every w has x's width; each output gets the bits matmul() alone would give it.
 void matmul_group(const kernel_table& kt, std::span<const matmul_output> outputs, const float* x, int n_tokens);
 // x[t, i] += bias[i] for x[n_tokens, n].

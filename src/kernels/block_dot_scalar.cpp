@@ -191,9 +191,8 @@ float dot_iq4_xs(const void* w, const act_block256* y, int nb) {
   return sum;
 }
 
-}  // namespace
-
-float detail::block_dot_scalar(dtype t, const void* w_row, const std::byte* xq, int n) {
+// One weight row (n weights of type t) · one token's quantized activations.
+float block_dot_scalar(dtype t, const void* w_row, const std::byte* xq, int n) {
   const auto* a32 = reinterpret_cast<const act_block32*>(xq);
   const auto* a256 = reinterpret_cast<const act_block256*>(xq);
   switch (t) {
@@ -212,6 +211,8 @@ float detail::block_dot_scalar(dtype t, const void* w_row, const std::byte* xq, 
     default: return 0.0f;
   }
 }
+
+}  // namespace
 
 void detail::matmul_blocks_scalar(float* out, const std::byte* xq, const weight& w, int n_tokens, int o_begin,
                                   int o_end) {

@@ -65,7 +65,7 @@ template <bool five_bits>
 struct fmt512_q45_k {
   static constexpr int offset = 0;
   static constexpr bool has_min = true;
-  static void decode(const void* row, int b, k_block512& kb) {
+  [[gnu::always_inline]] static void decode(const void* row, int b, k_block512& kb) {
     const auto& b4 = static_cast<const block_q4_k*>(row)[b];
     const auto& b5 = static_cast<const block_q5_k*>(row)[b];
     const std::uint8_t* qs = five_bits ? b5.qs : b4.qs;
@@ -73,18 +73,20 @@ struct fmt512_q45_k {
     k4_scales_mins(five_bits ? b5.scales : b4.scales, &sc, &mn);
     kb.d = h(five_bits ? b5.d : b4.d);
     kb.dmin = h(five_bits ? b5.dmin : b4.dmin);
-    const __m256i low4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
+    const __m256i low4 = _mm256_set1_epi8(0xF);
     // Scale 2p on the low 256 bits, 2p + 1 on the high: s16 elements picked from 128-bit copies of all 8.
     const __m512i s16 = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sc))));
+    #pragma GCC unroll 8
     for (int p = 0; p < 4; ++p) {
       const __m256i raw = load32(qs + 32 * p);
-      __m256i lo = _mm256_and_si256(raw, low4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+      kb.q[p] = join(_mm256_and_si256(raw, low4), _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4));
       if constexpr (five_bits) {
+        // q5_k: bit 2p (low half) or 2p + 1 (high half) of qh[l] adds 16 to byte l.
         const __m256i qh = load32(b5.qh);
-        lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * p), one), 4));
-        hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * p + 1), one), 4));
+        const __mmask64 set = _mm512_test_epi8_mask(
+            join(qh, qh), join(_mm256_set1_epi8(static_cast<char>(1 << 2 * p)), _mm256_set1_epi8(static_cast<char>(1 << (2 * p + 1)))));
+        kb.q[p] = _mm512_mask_add_epi8(kb.q[p], set, kb.q[p], _mm512_set1_epi8(16));
       }
-      kb.q[p] = join(lo, hi);
       const short even = static_cast<short>((4 * p + 1) << 8 | 4 * p), odd = static_cast<short>((4 * p + 3) << 8 | (4 * p + 2));
       kb.sc[p] = _mm512_shuffle_epi8(s16, join(_mm256_set1_epi16(even), _mm256_set1_epi16(odd)));
     }
@@ -97,9 +99,10 @@ struct fmt512_q45_k {
 struct fmt512_q6_k {
   static constexpr int offset = 32;
   static constexpr bool has_min = false;
-  static void decode(const void* row, int b, k_block512& kb) {
+  [[gnu::always_inline]] static void decode(const void* row, int b, k_block512& kb) {
     const block_q6_k& x = static_cast<const block_q6_k*>(row)[b];
     const __m512i low4 = _mm512_set1_epi8(0xF), bits45 = _mm512_set1_epi8(0x30);
+    #pragma GCC unroll 8
     for (int half = 0; half < 2; ++half) {
       const __m512i l = _mm512_loadu_si512(x.ql + 64 * half);  // weights 128 half + 0..63 (low), 64..127 (high)
       const __m256i hb256 = load32(x.qh + 32 * half);
@@ -112,6 +115,7 @@ struct fmt512_q6_k {
     }
     const __m256i scales16 = _mm256_cvtepi8_epi16(load16(x.scales));
     const __m512i all = _mm512_castsi256_si512(scales16);
+    #pragma GCC unroll 8
     for (int p = 0; p < 4; ++p) {
       const __m128i lane = _mm_set1_epi16(static_cast<short>(4 * p));
       const __m512i index = _mm512_add_epi16(_mm512_broadcast_i32x4(lane),

@@ -1,7 +1,7 @@
 #pragma once
-// The block-quantized matmul's pieces shared between the tables: the quantizer every table uses, the
-// scalar dot of one weight row with one token (each SIMD table runs it for the formats it has no fast
-// path for), and the SIMD matmuls (block_dot_<isa>.cpp, each compiled with its own flags).
+// The block-quantized matmul's entries for the tables: the activation quantizer every table shares,
+// and each table's matmul_blocks (block_dot_scalar.cpp; block_dot_<isa>.cpp, each compiled with its
+// own flags).
 #include <cstddef>
 
 #include "pagedserve/weight.hpp"
@@ -10,10 +10,6 @@ namespace pagedserve::kernels::detail {
 
 // kernel_table::quantize_activations (block_activations.cpp), the same for every table.
 void quantize_activations(std::byte* xq, const float* x, dtype wtype, int n);
-
-// One weight row (n weights of type t) · one token's quantized activations, as ggml's generic
-// vec_dot: an exact int32 sum per block (or sub-block), then fp32 products accumulated block by block.
-float block_dot_scalar(dtype t, const void* w_row, const std::byte* xq, int n);
 
 // kernel_table::matmul_blocks of the scalar table (block_dot_scalar.cpp) and the SIMD ones.
 void matmul_blocks_scalar(float* out, const std::byte* xq, const weight& w, int n_tokens, int o_begin, int o_end);
