@@ -7,13 +7,18 @@
 // Decoders: out[n_blocks * elements] from n_blocks blocks at `blocks` (any alignment).
 // Encoders: n_blocks blocks into `out` from x[n_blocks * elements]; deterministic; a NaN in x gives
 // some valid block, never undefined behaviour.
-#include <algorithm>
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
 #include "pagedserve/weight.hpp"
+
+// Bit-identical decoding needs every product rounded on its own, as ggml's x86 build does: no fused
+// multiply-add. g++ in ISO mode (this project's) never contracts; clang does within an expression
+// unless told not to, which matters on targets with FMA (ARM64, -march=native).
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
 
 namespace pagedserve::ggml_blocks {
 
@@ -41,11 +46,15 @@ inline float clamp_to(float v, float lo, float hi) {
   v = v > lo ? v : lo;
   return v < hi ? v : hi;
 }
-// The nearest integer to v in [lo, hi], ties to even (ggml's nearest_int); NaN -> lo. Rounds by adding
-// and subtracting 1.5 * 2^23, exact for |v| < 2^22, which the clamp guarantees.
+// The nearest integer to v in [lo, hi] (as a float, or an int), ties to even (ggml's nearest_int);
+// NaN -> lo. Rounds by adding and subtracting 1.5 * 2^23, exact for |v| < 2^22 (the clamp's bounds
+// are small), and in float so that loops over a block vectorize.
+inline float nearest_level(float v, float lo, float hi) {
+  const float c = clamp_to(v, lo, hi);
+  return (c + 12582912.0f) - 12582912.0f;
+}
 inline int nearest_in(float v, int lo, int hi) {
-  const float c = clamp_to(v, static_cast<float>(lo), static_cast<float>(hi));
-  return static_cast<int>((c + 12582912.0f) - 12582912.0f);
+  return static_cast<int>(nearest_level(v, static_cast<float>(lo), static_cast<float>(hi)));
 }
 
 // IQ4_NL's and IQ4_XS's 16 levels (ggml's kvalues_iq4nl): a weight is d * level[nibble].
@@ -65,6 +74,29 @@ inline void k_scale_min(const std::uint8_t* s, int j, std::uint8_t& scale, std::
     min = static_cast<std::uint8_t>((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
   }
 }
+
+// ---- The scale searches (ggml_block_fits.cpp) ----
+
+// Error weights of n values: rms(x) + |x|, so errors on large weights count more yet small ones still
+// count (ggml's choice for q4_K and q5_K, used here for every searched format).
+void error_weights(float* w, const float* x, int n);
+
+// x ~ scale * l - offset, l in [0, nmax]; offset >= 0 unless the format stores it signed.
+struct affine_fit {
+  float scale = 0.0f, offset = 0.0f;
+};
+// Candidate inverse scales (nmax + first + step * k) / (max - min) for k = 0..n_steps.
+struct scale_grid {
+  float first, step;
+  int n_steps;
+};
+// The (scale, offset) of least weighted squared error over the grid, starting from the plain min/max
+// quantizer's (so never worse than it). any_offset: q4_1/q5_1's signed m; otherwise the K-quants'
+// subtracted min (offset >= 0, levels from min(x, 0)).
+affine_fit fit_affine(const float* x, const float* w, int n, int nmax, scale_grid grid, bool any_offset);
+// The scale of least weighted squared error for x ~ scale * l, l in [-nmax, nmax - 1] (the value of
+// largest magnitude near -nmax, the side with one more level).
+float fit_symmetric(const float* x, const float* w, int n, int nmax);
 
 void dequantize_q4_0(float* out, const std::byte* blocks, std::size_t n_blocks);
 void dequantize_q4_1(float* out, const std::byte* blocks, std::size_t n_blocks);

@@ -43,7 +43,7 @@ namespace {
 // One block format's decoder and encoder (counts in blocks).
 struct block_codec {
   void (*dequantize)(float* out, const std::byte* blocks, std::size_t n_blocks);
-  void (*quantize)(std::byte* out, const float* x, std::size_t n_blocks);  // null: none written yet
+  void (*quantize)(std::byte* out, const float* x, std::size_t n_blocks);
 };
 
 block_codec codec_of(dtype t) {
@@ -54,13 +54,13 @@ block_codec codec_of(dtype t) {
     case dtype::q5_0: return {dequantize_q5_0, quantize_q5_0};
     case dtype::q5_1: return {dequantize_q5_1, quantize_q5_1};
     case dtype::q8_0: return {dequantize_q8_0, quantize_q8_0};
-    case dtype::q2_k: return {dequantize_q2_k, nullptr};
-    case dtype::q3_k: return {dequantize_q3_k, nullptr};
-    case dtype::q4_k: return {dequantize_q4_k, nullptr};
-    case dtype::q5_k: return {dequantize_q5_k, nullptr};
-    case dtype::q6_k: return {dequantize_q6_k, nullptr};
-    case dtype::iq4_nl: return {dequantize_iq4_nl, nullptr};
-    case dtype::iq4_xs: return {dequantize_iq4_xs, nullptr};
+    case dtype::q2_k: return {dequantize_q2_k, quantize_q2_k};
+    case dtype::q3_k: return {dequantize_q3_k, quantize_q3_k};
+    case dtype::q4_k: return {dequantize_q4_k, quantize_q4_k};
+    case dtype::q5_k: return {dequantize_q5_k, quantize_q5_k};
+    case dtype::q6_k: return {dequantize_q6_k, quantize_q6_k};
+    case dtype::iq4_nl: return {dequantize_iq4_nl, quantize_iq4_nl};
+    case dtype::iq4_xs: return {dequantize_iq4_xs, quantize_iq4_xs};
     default: ps_check(false, "not a block-quantized dtype: " + std::string(dtype_name(t)));
   }
   return {};
@@ -83,7 +83,6 @@ void dequantize_blocks(dtype t, float* out, const std::byte* blocks, std::size_t
 
 std::vector<std::byte> quantize_blocks(dtype t, std::span<const float> x) {
   const block_codec c = codec_of(t);
-  if (!c.quantize) ps_check(false, "quantize_blocks: no encoder for " + std::string(dtype_name(t)) + " yet");
   const std::size_t n_blocks = whole_blocks(t, x.size(), "quantize_blocks");
   std::vector<std::byte> out(n_blocks * static_cast<std::size_t>(block_layout_of(t).bytes));
   c.quantize(out.data(), x.data(), n_blocks);
