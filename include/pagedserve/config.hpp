@@ -80,8 +80,9 @@ struct model_paths {
   // Hub revision (branch, tag or commit) when `model` is a Hugging Face repo id (org/name[:TAG]) rather
   // than a local path; the repo is downloaded into the Hugging Face cache (src/hub/hub_download.hpp).
   std::string revision = "main";
-  // Weight format after loading: none (as stored), f32, bf16, or int8 (per-row symmetric weights and
-  // per-token activations, W8A8; see quantize.hpp). Quantizes fp32/bf16/f16 checkpoints at load; the demo model ignores it.
+  // Weight format after loading: none (as stored), f32, bf16, int8 (per-row symmetric weights and
+  // per-token activations, W8A8; see quantize.hpp) or int4 (ggml q4_K blocks, model.hpp's weight_format).
+  // Quantizes fp32/bf16/f16 checkpoints at load; the demo model ignores it.
   std::string quantize = "none";
 };
 

@@ -142,10 +142,14 @@ struct model {
 
   // What keeps the views above alive: file mappings and buffers the loader filled.
   std::vector<std::shared_ptr<const void>> storage;
+  // Bytes of the buffers keep() took (converted matrices, norms): the model's own heap, on top of the
+  // mapped files, which stay the page cache's.
+  std::uint64_t owned_bytes = 0;
 
   // Moves v into storage and returns its (stable) data pointer.
   template <class T>
   T* keep(std::vector<T> v) {
+    owned_bytes += v.size() * sizeof(T);
     auto owned = std::make_shared<std::vector<T>>(std::move(v));
     T* data = owned->data();
     storage.push_back(std::move(owned));
@@ -153,17 +157,30 @@ struct model {
   }
 };
 
+// Bytes of every distinct matrix of m (weight::n_bytes; a tied classifier counted once): what the
+// weights occupy in memory, mapped or owned, and about what one decode step streams for a dense model.
+std::uint64_t model_weight_bytes(const model& m);
+
 // Which dtype matrices have in memory after loading.
 enum class weight_format {
-  as_stored,  // as the file has them (mmapped, no copy): f32, bf16 or f16
+  as_stored,  // as the file has them (mmapped, no copy): f32, bf16, f16 or a GGUF's block formats
   f32,        // widened to fp32 at load (twice the memory of bf16, the llama2.c path's numerics)
   bf16,       // f32/f16 rounded to bf16 at load (half the memory and bandwidth of fp32)
   int8,       // per-row symmetric int8 at load (quantize.hpp; a quarter of fp32's bytes), packed for the
               // int8 kernels, which quantize activations per token too. Every matrix, token embedding and
               // classifier included; the MoE router keeps its stored type
+  int4,       // 4-bit blocks at load (model_int4_type: ggml's q4_K, about 4.5 bits a weight), the block
+              // kernels' path; matrices whose rows are not whole blocks fall back to int8. The router as int8
 };
 
-// "none" (as stored), "f32", "bf16", "int8" (config model.quantize, --quantize); nullopt otherwise.
+// The block type --quantize int4 stores matrices in. q4_K over q4_0 and q4_1 (measured in
+// tests/model/int4_quantize_test.cpp, logits of a random Llama vs fp32, rms error): q4_0 0.076 at 4.5
+// bits/weight, q4_1 0.063 at 5.0, q4_K 0.062 at 4.5: q4_1's accuracy at q4_0's size, as its 6-bit scales
+// and mins per 32 weights cost a fraction of a bit; its one drawback, rows must be whole 256-weight
+// super-blocks, is the int8 fallback's case.
+inline constexpr dtype model_int4_type = dtype::q4_k;
+
+// "none" (as stored), "f32", "bf16", "int8", "int4" (config model.quantize, --quantize); nullopt otherwise.
 std::optional<weight_format> weight_format_parse(std::string_view name);
 
 class load_progress;  // src/model/load_progress.hpp

@@ -157,8 +157,9 @@ std::vector<std::string> config_validate(const config& c) {
       c.engine.kernels != "avx2_vnni" && c.engine.kernels != "avx512" && c.engine.kernels != "avx512_vnni" &&
       c.engine.kernels != "avx512_bf16")
     e.push_back("engine.kernels must be auto, scalar, avx2, avx2_vnni, avx512, avx512_vnni or avx512_bf16");
-  if (c.model.quantize != "none" && c.model.quantize != "f32" && c.model.quantize != "bf16" && c.model.quantize != "int8")
-    e.push_back("model.quantize must be none, f32, bf16 or int8 (got '" + c.model.quantize + "')");
+  if (c.model.quantize != "none" && c.model.quantize != "f32" && c.model.quantize != "bf16" && c.model.quantize != "int8" &&
+      c.model.quantize != "int4")
+    e.push_back("model.quantize must be none, f32, bf16, int8 or int4 (got '" + c.model.quantize + "')");
   if (c.model.revision.empty()) e.push_back("model.revision must not be empty (a branch, tag or commit; default main)");
   if (c.log_level != "trace" && c.log_level != "debug" && c.log_level != "info" && c.log_level != "warn" &&
       c.log_level != "error")

@@ -2,12 +2,14 @@
 #include <tbb/parallel_for.h>
 
 #include <cmath>
+#include <cstring>
 #include <numbers>
 
 #include <spdlog/spdlog.h>
 
 #include "model/load_phase.hpp"
 #include "model/load_progress.hpp"
+#include "pagedserve/ggml_blocks.hpp"
 #include "pagedserve/model.hpp"
 #include "pagedserve/quantize.hpp"
 
@@ -169,6 +171,17 @@ namespace {
 // A copy of w in `to`, converted in parallel over rows (exact when widening).
 weight convert_matrix(model& m, const weight& w, dtype to) {
   if (w.empty() || w.type == to) return w;
+  if (is_block_quantized(to)) {
+    const std::size_t row_bytes = block_row_bytes(to, w.cols);
+    std::byte* dst = m.keep(std::vector<std::byte>(static_cast<std::size_t>(w.rows) * row_bytes));
+    tbb::parallel_for(0, w.rows, [&](int r) {
+      std::vector<float> row(static_cast<std::size_t>(w.cols));
+      weight_row_to_f32(row.data(), w, r);
+      const std::vector<std::byte> blocks = quantize_blocks(to, row);
+      std::memcpy(dst + static_cast<std::size_t>(r) * row_bytes, blocks.data(), row_bytes);
+    });
+    return weight{dst, to, w.rows, w.cols};
+  }
   if (to == dtype::i8) {
     i8_matrix q = quantize_matrix_i8(w);
     return weight{m.keep(std::move(q.packed)), dtype::i8, q.rows, q.cols, m.keep(std::move(q.scales)),
@@ -186,10 +199,9 @@ weight convert_matrix(model& m, const weight& w, dtype to) {
   }
   std::uint16_t* dst = m.keep(std::vector<std::uint16_t>(w.n_elements()));
   tbb::parallel_for(0, w.rows, [&](int r) {
-    for (std::size_t i = 0; i < cols; ++i) {
-      const float v = weight_at(w, r * cols + i);
-      dst[r * cols + i] = to == dtype::bf16 ? f32_to_bf16(v) : f32_to_f16(v);
-    }
+    std::vector<float> row(cols);  // a whole row at once: a block format decodes per block, not per element
+    weight_row_to_f32(row.data(), w, r);
+    for (std::size_t i = 0; i < cols; ++i) dst[r * cols + i] = to == dtype::bf16 ? f32_to_bf16(row[i]) : f32_to_f16(row[i]);
   });
   out.data = dst;
   return out;
@@ -197,29 +209,54 @@ weight convert_matrix(model& m, const weight& w, dtype to) {
 
 }  // namespace
 
+std::uint64_t model_weight_bytes(const model& m) {
+  std::uint64_t bytes = m.token_embedding.n_bytes() + m.position_embedding.n_bytes();
+  if (m.classifier != m.token_embedding) bytes += m.classifier.n_bytes();
+  for (const layer_weights& l : m.layers) {
+    for (const weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router}) bytes += w->n_bytes();
+    for (const expert_weights& e : l.experts) bytes += e.gate.n_bytes() + e.up.n_bytes() + e.down.n_bytes();
+  }
+  return bytes;
+}
+
 std::optional<weight_format> weight_format_parse(std::string_view name) {
   if (name == "none") return weight_format::as_stored;
   if (name == "f32") return weight_format::f32;
   if (name == "bf16") return weight_format::bf16;
   if (name == "int8") return weight_format::int8;
+  if (name == "int4") return weight_format::int4;
   return std::nullopt;
 }
 
 namespace {
 
+// The dtype w is re-stored in: int4's block type needs rows of whole blocks, and a matrix without
+// them (stories260K's 172-wide hidden layer) takes int8 instead.
+dtype target_of(const weight& w, weight_format format) {
+  switch (format) {
+    case weight_format::f32: return dtype::f32;
+    case weight_format::bf16: return dtype::bf16;
+    case weight_format::int8: return dtype::i8;
+    case weight_format::int4: return w.cols % block_layout_of(model_int4_type).elements == 0 ? model_int4_type : dtype::i8;
+    case weight_format::as_stored: break;
+  }
+  return w.type;
+}
+
 // The matrices model_convert_weights re-stores, in order: the tied classifier is the embedding's
-// (reassigned after), and under int8 the MoE router keeps its stored type: its scores pick the
+// (reassigned after), and under int8/int4 the MoE router keeps its stored type: its scores pick the
 // experts, and a flipped top-k choice costs more than the few bytes it streams.
-std::vector<weight*> matrices_to_convert(model& m, dtype to) {
+std::vector<weight*> matrices_to_convert(model& m, weight_format format) {
   std::vector<weight*> out{&m.token_embedding};
   if (m.classifier != m.token_embedding) out.push_back(&m.classifier);
+  const bool quantizing = format == weight_format::int8 || format == weight_format::int4;
   for (layer_weights& l : m.layers) {
-    if (to != dtype::i8) out.push_back(&l.router);
+    if (!quantizing) out.push_back(&l.router);
     for (weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) out.push_back(w);
     for (expert_weights& e : l.experts)
       for (weight* w : {&e.gate, &e.up, &e.down}) out.push_back(w);
   }
-  std::erase_if(out, [to](const weight* w) { return w->empty() || w->type == to; });
+  std::erase_if(out, [format](const weight* w) { return w->empty() || w->type == target_of(*w, format); });
   return out;
 }
 
@@ -227,26 +264,34 @@ std::vector<weight*> matrices_to_convert(model& m, dtype to) {
 
 void model_convert_weights(model& m, weight_format format, load_progress* progress) {
   if (format == weight_format::as_stored) return;
-  const dtype to = format == weight_format::f32 ? dtype::f32 : format == weight_format::bf16 ? dtype::bf16 : dtype::i8;
   const bool tied = m.classifier == m.token_embedding;
-  const std::vector<weight*> todo = matrices_to_convert(m, to);
+  const std::vector<weight*> todo = matrices_to_convert(m, format);
   if (todo.empty()) return;  // stored in that format already
   std::uint64_t bytes_in = 0, bytes_out = 0;
   for (const weight* w : todo) bytes_in += w->n_bytes();
-  const std::string verb = to == dtype::i8 ? "quantiz" : "convert";
-  const std::string target = to == dtype::i8 ? "int8" : std::string(dtype_name(to));
+  const bool quantizing = format == weight_format::int8 || format == weight_format::int4;
+  const std::string verb = quantizing ? "quantiz" : "convert";
+  const std::string target = format == weight_format::int8   ? "int8"
+                             : format == weight_format::int4 ? "int4 (" + std::string(dtype_name(model_int4_type)) + ")"
+                                                             : std::string(dtype_name(target_of(*todo[0], format)));
   load_phase phase(verb + "ing weights to " + target);
+  int n_fallback = 0;
   {
     load_progress::step step(progress, verb + "ing weights to " + target, static_cast<int>(todo.size()), bytes_in);
     for (weight* w : todo) {
       step.throw_if_cancelled();
       const std::uint64_t n = w->n_bytes();
+      const dtype to = target_of(*w, format);
+      n_fallback += format == weight_format::int4 && to == dtype::i8;
       *w = convert_matrix(m, *w, to);
       bytes_out += w->n_bytes();
       step.advance(n);
     }
   }
   if (tied) m.classifier = m.token_embedding;
+  if (n_fallback > 0)
+    spdlog::info("int4: {} matrices have rows that are not whole {}-weight {} blocks: stored as int8 instead", n_fallback,
+                 block_layout_of(model_int4_type).elements, dtype_name(model_int4_type));
   phase.finish(fmt::format("{}ed {} matrices to {} ({} -> {})", verb, todo.size(), target, bytes_text(bytes_in),
                            bytes_text(bytes_out)));
 }

@@ -83,8 +83,9 @@ void moe_block::run(const kernels::kernel_table& kt, float* out, const float* x,
     const float* xe = &xg_[static_cast<std::size_t>(r0) * dim];
     float* ge = &gate_[static_cast<std::size_t>(r0) * eh];
     float* ue = &up_[static_cast<std::size_t>(r0) * eh];
-    kernels::ops::matmul(kt, ge, xe, ew.gate, n);
-    kernels::ops::matmul(kt, ue, xe, ew.up, n);
+    // Gate and up in one group: block-quantized experts then quantize the group's activations once.
+    const kernels::ops::matmul_output gate_up[] = {{ge, ew.gate}, {ue, ew.up}};
+    kernels::ops::matmul_group(kt, gate_up, xe, n);
     kernels::ops::swiglu(kt, ge, ue, n, eh);
     kernels::ops::matmul(kt, &yg_[static_cast<std::size_t>(r0) * dim], ge, ew.down, n);
   });

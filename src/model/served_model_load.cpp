@@ -74,7 +74,7 @@ std::expected<served_model, std::string> served_model_load(const model_paths& pa
   if (hub_model_wanted(paths.model)) return served_hub_model(paths, progress);
   const std::filesystem::path model_path = paths.model;
   const std::optional<weight_format> format = weight_format_parse(paths.quantize);
-  if (!format) return std::unexpected("unknown weight format '" + paths.quantize + "' (none, f32, bf16 or int8)");
+  if (!format) return std::unexpected("unknown weight format '" + paths.quantize + "' (none, f32, bf16, int8 or int4)");
   auto m = model_load_any(model_path, {.weights = *format, .progress = progress});
   if (!m) return std::unexpected("cannot load model: " + m.error());
   if (paths.tokenizer.empty() && gguf_file_is(model_path)) return served_gguf(model_path, std::move(*m));

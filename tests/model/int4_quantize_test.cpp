@@ -1,0 +1,131 @@
+// --quantize int4: matrices re-stored at load as 4-bit ggml blocks. The candidates (q4_0: 32 weights,
+// one fp16 scale; q4_1: plus a zero point; q4_K: 256-weight super-blocks of 6-bit scales and mins per
+// 32) are measured here on the golden GGUF Llama (dim 256, hidden 768: every row whole blocks of each)
+// against its fp32 self, and the chosen one (model_int4_type) must stay within a bound of fp32; a model
+// whose rows are not whole blocks falls back to int8.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "pagedserve/forward.hpp"
+#include "pagedserve/ggml_blocks.hpp"
+#include "pagedserve/gguf_model.hpp"
+#include "pagedserve/kv_cache.hpp"
+#include "support/test_paths.hpp"
+
+namespace pagedserve {
+namespace {
+
+const std::vector<token_id> prompt = {1, 310, 2, 45, 77, 500, 13, 13, 260, 31, 99, 400, 7, 150, 250, 3,
+                                      88, 1, 301, 42, 17, 222, 190, 5, 64, 128, 256, 300, 311, 12, 470, 9};
+
+std::vector<float> prefill_logits(const model& m, const kernels::kernel_table& kt) {
+  const model_config& c = m.config;
+  const int n = static_cast<int>(prompt.size());
+  kv_cache cache(c.n_layers, (n + 15) / 16, 16, c.n_kv_heads, c.head_size());
+  forward_pass forward(m, kt, n);
+  step_batch b;
+  b.tokens = prompt;
+  b.seq_block_offset = {0};
+  for (int p = 0; p < n; ++p) {
+    b.positions.push_back(p);
+    b.seq_of_token.push_back(0);
+    b.slots.push_back(p);
+    b.logits_rows.push_back(p);
+    if (p % 16 == 0) b.block_tables.push_back(p / 16);
+  }
+  const float* logits = forward.run(b, cache);
+  return {logits, logits + static_cast<std::size_t>(n) * c.vocab_size};
+}
+
+// w re-stored as type t row by row (what model_convert_weights does for int4's type).
+weight quantized(model& m, const weight& w, dtype t) {
+  const std::size_t row_bytes = block_row_bytes(t, w.cols);
+  std::byte* dst = m.keep(std::vector<std::byte>(static_cast<std::size_t>(w.rows) * row_bytes));
+  std::vector<float> row(static_cast<std::size_t>(w.cols));
+  for (int r = 0; r < w.rows; ++r) {
+    weight_row_to_f32(row.data(), w, r);
+    std::memcpy(dst + r * row_bytes, quantize_blocks(t, row).data(), row_bytes);
+  }
+  return weight{dst, t, w.rows, w.cols};
+}
+
+std::shared_ptr<model> all_matrices_as(const model& fp32, dtype t) {
+  auto m = std::make_shared<model>(fp32);
+  m->token_embedding = quantized(*m, m->token_embedding, t);
+  m->classifier = quantized(*m, m->classifier, t);
+  for (layer_weights& l : m->layers)
+    for (weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) *w = quantized(*m, *w, t);
+  return m;
+}
+
+struct logit_error {
+  double max_abs = 0, rms = 0;
+};
+
+logit_error compare(const std::vector<float>& got, const std::vector<float>& want) {
+  logit_error e;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const double d = static_cast<double>(got[i]) - want[i];
+    e.max_abs = std::max(e.max_abs, std::abs(d));
+    e.rms += d * d;
+  }
+  e.rms = std::sqrt(e.rms / static_cast<double>(want.size()));
+  return e;
+}
+
+std::shared_ptr<const model> golden_fp32() {
+  auto m = gguf_model_load(test::shared_dir() / "golden" / "gguf" / "qtiny-F32.gguf");
+  EXPECT_TRUE(m.has_value()) << m.error();
+  return m ? *m : nullptr;
+}
+
+TEST(int4_quantize, candidates_measured_and_the_chosen_one_stays_close_to_fp32) {
+  PAGEDSERVE_REQUIRE_SHARED(test::shared_dir());
+  const auto fp32 = golden_fp32();
+  ASSERT_TRUE(fp32);
+  const kernels::kernel_table& kt = *kernels::kernel_table_select();
+  const auto want = prefill_logits(*fp32, kt);
+  double logit_rms = 0;
+  for (const float v : want) logit_rms += static_cast<double>(v) * v;
+  logit_rms = std::sqrt(logit_rms / want.size());
+  // Measured (32 positions x 512 logits of rms 0.33, random N(0, 0.02) weights: a hard case, no
+  // structure to spare): rms error q4_0 0.076 (4.5 bits/weight), q4_1 0.063 (5.0), q4_K 0.062 (4.5).
+  std::map<dtype, double> rms_error;
+  for (const dtype t : {dtype::q4_0, dtype::q4_1, dtype::q4_k}) {
+    const auto m = all_matrices_as(*fp32, t);
+    const logit_error e = compare(prefill_logits(*m, kt), want);
+    rms_error[t] = e.rms;
+    const block_layout l = block_layout_of(t);
+    std::printf("[ int4 candidate %s ] %.2f bits/weight: logits max |err| %.4f, rms err %.4f (logit rms %.3f)\n",
+                std::string(dtype_name(t)).c_str(), 8.0 * l.bytes / l.elements, e.max_abs, e.rms, logit_rms);
+    EXPECT_LT(e.max_abs, 2 * logit_rms);
+  }
+  EXPECT_LT(rms_error[dtype::q4_k], rms_error[dtype::q4_0]) << "q4_K: less error than q4_0 at the same bytes";
+  auto int4 = std::make_shared<model>(*fp32);
+  model_convert_weights(*int4, weight_format::int4);
+  EXPECT_EQ(int4->layers[0].wq.type, model_int4_type);
+  EXPECT_EQ(int4->token_embedding.type, model_int4_type);
+  const auto got = prefill_logits(*int4, kt);
+  EXPECT_EQ(got, prefill_logits(*all_matrices_as(*fp32, model_int4_type), kt)) << "the chosen candidate, bit for bit";
+  const logit_error e = compare(got, want);
+  EXPECT_LT(e.rms, 0.3 * logit_rms);
+  EXPECT_LT(e.max_abs, logit_rms);
+}
+
+TEST(int4_quantize, rows_that_are_not_whole_blocks_fall_back_to_int8) {
+  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
+  auto m = llama2c_model_load(test::shared_model("stories260K.bin"));  // dim 64, hidden 172
+  ASSERT_TRUE(m.has_value()) << m.error();
+  auto int4 = std::make_shared<model>(**m);
+  model_convert_weights(*int4, weight_format::int4);
+  EXPECT_EQ(int4->layers[0].wq.type, dtype::i8);
+  EXPECT_EQ(int4->layers[0].w_down.type, dtype::i8);
+  EXPECT_EQ(weight_format_parse("int4"), weight_format::int4);
+}
+
+}  // namespace
+}  // namespace pagedserve
