@@ -74,7 +74,7 @@ cpu_idle() {
   local a b
   a="$(head -1 /proc/stat)"; sleep 1; b="$(head -1 /proc/stat)"
   awk -v a="$a" -v b="$b" 'BEGIN { split(a, x); split(b, y); t = 0; for (i = 2; i <= 9; ++i) t += y[i] - x[i];
-    printf "%.2f", t > 0 ? (y[5] + y[6] - x[5] - x[6]) / t : 0 }'
+    printf "%.2f", (t > 0 ? (y[5] + y[6] - x[5] - x[6]) / t : 0) }'
 }
 
 # Waits (at most $quiet_wait_s) for idle CPUs; sets $idle and $load1 for the next measurement's tags.
@@ -104,7 +104,7 @@ peer_decode() {
 engine_decode() {
   local file="$1" round="$2" sequences="$3" out="$scratch/bench-$1-$2-$3.json"
   wait_quiet
-  PAGEDSERVE_DECODE_FILE="$path" "$bench_decode" --benchmark_filter="^decode/file/($bench_formats)/streams:$sequences\$" \
+  PAGEDSERVE_DECODE_FILE="$path" "$bench_decode" --benchmark_filter="^decode/file/($bench_formats)/streams:$sequences/" \
     --benchmark_out="$out" --benchmark_out_format=json > "$scratch/bench-$1-$2-$3.txt" 2>&1 \
     || { echo "bench_decode failed:" >&2; tail -5 "$scratch/bench-$1-$2-$3.txt" >&2; return 0; }
   # shellcheck disable=SC2046
