@@ -67,9 +67,11 @@ std::optional<dtype> dtype_of_ggml_type(std::uint32_t type);
 // number of blocks. Bit-identical to ggml's arithmetic (same products, same order).
 void dequantize_blocks(dtype t, float* out, const std::byte* blocks, std::size_t n);
 
-// Quantizes x[n] (a whole number of blocks) into type t's blocks, minimising each block's squared
-// error as ggml's reference quantizers do (used by the GGUF writer, the tests' model files and
-// --quantize int4). dequantize_blocks of the result approximates x.
+// Quantizes x[n] (a whole number of blocks) into type t's blocks (used by the GGUF writer, the tests'
+// model files and --quantize int4); dequantize_blocks of the result approximates x. q4_0 and q8_0
+// follow ggml's reference rule (llama-quantize's blocks, bit for bit); the other types search each
+// block's scale (and offset) for the least squared error, as ggml's K-quant and IQ4 quantizers do.
+// Deterministic; scales are clamped to fp16's finite range; NaN inputs still give valid blocks.
 std::vector<std::byte> quantize_blocks(dtype t, std::span<const float> x);
 
 }  // namespace pagedserve

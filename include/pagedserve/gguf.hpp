@@ -99,14 +99,4 @@ class gguf_file {
   std::shared_ptr<const void> keep_;
 };
 
-// Q8_0 / Q4_0 blocks of 32 weights -> fp32, exactly as ggml's dequantize_row_*: out[n] from the
-// n / 32 blocks at `blocks` (n a multiple of 32). Q8_0: fp16 d, 32 int8 q, x = q * d. Q4_0: fp16 d,
-// 16 bytes of nibbles, element j < 16 is the low nibble of byte j and 16 + j its high nibble,
-// x = (nibble - 8) * d.
-void gguf_dequantize_q8_0(float* out, const std::byte* blocks, std::size_t n);
-void gguf_dequantize_q4_0(float* out, const std::byte* blocks, std::size_t n);
-// The reverse, as ggml's quantize_row_*_ref (round to nearest): n a multiple of 32.
-std::vector<std::byte> gguf_quantize_q8_0(std::span<const float> x);
-std::vector<std::byte> gguf_quantize_q4_0(std::span<const float> x);
-
 }  // namespace pagedserve

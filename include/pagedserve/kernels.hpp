@@ -115,6 +115,22 @@ struct kernel_table {
 // Bytes of one token's quantized activations for a block-quantized weight type of width n.
 std::size_t activation_row_bytes(dtype wtype, int n);
 
+// The blocks quantize_activations writes, with ggml's values (block_q8_0, block_q8_1, block_q8_K) but
+// fp32 scales (q8_0/q8_1's fp16 scale widened exactly), so the dot products convert nothing.
+// 32 activations: x[i] ~= d * qs[i]; q8_1 also carries s = fp16(d' * sum(qs)) widened, d' being d
+// before its fp16 rounding (ggml's arithmetic); q8_0 has s = 0.
+struct act_block32 {
+  float d;
+  float s;
+  std::int8_t qs[32];
+};
+// 256 activations (q8_K): x[i] ~= d * qs[i]; bsums[j] = sum of qs[16 j .. 16 j + 15].
+struct act_block256 {
+  float d;
+  std::int8_t qs[256];
+  std::int16_t bsums[16];
+};
+
 // Best table for this CPU, or the one forced by name ("scalar", "avx2", "avx2_vnni", "avx512",
 // "avx512_vnni", "avx512_bf16"; "auto" = best).
 // Returns nullptr when the forced instruction set is unknown or not supported by this CPU.

@@ -142,10 +142,14 @@ struct model {
 
   // What keeps the views above alive: file mappings and buffers the loader filled.
   std::vector<std::shared_ptr<const void>> storage;
+  // Bytes of the buffers keep() took (converted matrices, norms): the model's own heap, on top of the
+  // mapped files, which stay the page cache's.
+  std::uint64_t owned_bytes = 0;
 
   // Moves v into storage and returns its (stable) data pointer.
   template <class T>
   T* keep(std::vector<T> v) {
+    owned_bytes += v.size() * sizeof(T);
     auto owned = std::make_shared<std::vector<T>>(std::move(v));
     T* data = owned->data();
     storage.push_back(std::move(owned));
@@ -153,9 +157,13 @@ struct model {
   }
 };
 
+// Bytes of every distinct matrix of m (weight::n_bytes; a tied classifier counted once): what the
+// weights occupy in memory, mapped or owned, and about what one decode step streams for a dense model.
+std::uint64_t model_weight_bytes(const model& m);
+
 // Which dtype matrices have in memory after loading.
 enum class weight_format {
-  as_stored,  // as the file has them (mmapped, no copy): f32, bf16 or f16
+  as_stored,  // as the file has them (mmapped, no copy): f32, bf16, f16 or a GGUF's block formats
   f32,        // widened to fp32 at load (twice the memory of bf16, the llama2.c path's numerics)
   bf16,       // f32/f16 rounded to bf16 at load (half the memory and bandwidth of fp32)
   int8,       // per-row symmetric int8 at load (quantize.hpp; a quarter of fp32's bytes), packed for the

@@ -10,7 +10,9 @@
 #include <span>
 #include <vector>
 
+#include "block_activations.hpp"
 #include "pagedserve/check.hpp"
+#include "pagedserve/ggml_blocks.hpp"
 #include "pagedserve/kernels.hpp"
 
 namespace pagedserve::kernels::ops {
@@ -48,10 +50,13 @@ void matmul(const kernel_table& kt, float* out, const float* x, const float* w, 
 
 namespace {
 
-// The quantized activations of one int8 matmul: xq [n_tokens, k_pad] and x_scales [n_tokens].
+// The quantized activations of one int8 matmul: xq [n_tokens, k_pad] and x_scales [n_tokens]; and those
+// of the block-quantized matmuls, one buffer per activation format the group's weights pair with:
+// blocks[f] [n_tokens, activation_row_bytes].
 struct i8_activations {
   std::vector<std::uint8_t> xq;
   std::vector<float> x_scales;
+  std::vector<std::byte> blocks[3];
 };
 
 // Per-thread activation buffers that grow to the largest step and are then reused, so the hot path
@@ -88,6 +93,11 @@ int tiles_of(const weight& w) { return (w.rows + rows_per_tile - 1) / rows_per_t
 void matmul_tiles(const kernel_table& kt, const matmul_output& o, const float* x, const i8_activations& a,
                   int n_tokens, int t_begin, int t_end) {
   const weight& w = o.w;
+  if (is_block_quantized(w.type)) {
+    kt.matmul_blocks(o.out, a.blocks[static_cast<int>(act_format_of(w.type))].data(), w, n_tokens,
+                     t_begin * rows_per_tile, std::min(w.rows, t_end * rows_per_tile));
+    return;
+  }
   if (w.type == dtype::i8) {
     kt.matmul_i8(o.out, a.xq.data(), a.x_scales.data(), w, n_tokens, t_begin, t_end);
     return;
@@ -97,7 +107,7 @@ void matmul_tiles(const kernel_table& kt, const matmul_output& o, const float* x
     case dtype::f32: kt.matmul_rows(o.out, x, w.f32(), n_tokens, w.cols, w.rows, o_begin, o_end); break;
     case dtype::bf16: kt.matmul_rows_bf16(o.out, x, w.u16(), n_tokens, w.cols, w.rows, o_begin, o_end); break;
     case dtype::f16: kt.matmul_rows_f16(o.out, x, w.u16(), n_tokens, w.cols, w.rows, o_begin, o_end); break;
-    case dtype::i8: break;  // above
+    default: break;  // i8 and the block formats, above
   }
 }
 
@@ -106,10 +116,17 @@ void matmul_tiles(const kernel_table& kt, const matmul_output& o, const float* x
 void matmul_group(const kernel_table& kt, std::span<const matmul_output> outputs, const float* x, int n_tokens) {
   const int n_in = outputs.front().w.cols;
   bool any_i8 = false;
+  bool any_blocks[3] = {};  // per act_format
+  dtype format_weight[3] = {};  // a weight type of that format (for activation_row_bytes)
   int n_tiles = 0;
   for (const matmul_output& o : outputs) {
     ps_check(o.w.cols == n_in, "matmul_group: outputs of different input widths");
     any_i8 = any_i8 || o.w.type == dtype::i8;
+    if (is_block_quantized(o.w.type)) {
+      const int f = static_cast<int>(act_format_of(o.w.type));
+      any_blocks[f] = true;
+      format_weight[f] = o.w.type;
+    }
     n_tiles += tiles_of(o.w);
   }
   // W8A8: each token quantized once (one pass over x) for every i8 output.
@@ -123,6 +140,16 @@ void matmul_group(const kernel_table& kt, std::span<const matmul_output> outputs
     for_each_row(n_tokens, n_in, [&](int t) {
       a.x_scales[t] = kt.quantize_token_u8(a.xq.data() + static_cast<std::size_t>(t) * k_pad,
                                            x + static_cast<std::size_t>(t) * n_in, n_in, k_pad);
+    });
+  }
+  // Block-quantized weights: each token quantized once per activation format the group needs.
+  for (int f = 0; f < 3; ++f) {
+    if (!any_blocks[f]) continue;
+    const std::size_t row_bytes = activation_row_bytes(format_weight[f], n_in);
+    if (a.blocks[f].size() < n_tokens * row_bytes) a.blocks[f].resize(n_tokens * row_bytes);
+    for_each_row(n_tokens, n_in, [&](int t) {
+      kt.quantize_activations(a.blocks[f].data() + t * row_bytes, x + static_cast<std::size_t>(t) * n_in,
+                              format_weight[f], n_in);
     });
   }
   // Each range of tiles runs the pieces of the outputs it covers. i8 ranges hold at least 4 panels

@@ -4,6 +4,7 @@
 #include <limits>
 #include <vector>
 
+#include "pagedserve/ggml_blocks.hpp"
 #include "pagedserve/kernels.hpp"
 
 namespace pagedserve::kernels::reference {
@@ -35,6 +36,14 @@ float quantize_token_u8(std::uint8_t* xq, const float* x, int n, int n_pad) {
   return max_abs / 127.0f;
 }
 
+namespace {
+float matmul_dot(const float* a, const float* b, int n) {
+  float sum = 0.0f;
+  for (int i = 0; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+}  // namespace
+
 void matmul(float* out, const float* x, const weight& w, int n_tokens) {
   const int n_in = w.cols, n_out = w.rows;
   if (w.type == dtype::i8) {
@@ -46,6 +55,18 @@ void matmul(float* out, const float* x, const weight& w, int n_tokens) {
         for (int i = 0; i < n_in; ++i) sum += (xq[i] - 128) * w.i8()[i8_index(n_in, o, i)];
         out[static_cast<std::size_t>(t) * n_out + o] = static_cast<float>(sum) * (w.scales[o] * x_scale);
       }
+    }
+    return;
+  }
+  if (is_block_quantized(w.type)) {
+    // The exact reference: each row decoded as ggml does, then an fp32 dot with the unquantized x.
+    std::vector<float> row(n_in);
+    for (int o = 0; o < n_out; ++o) {
+      dequantize_blocks(w.type, row.data(),
+                        static_cast<const std::byte*>(w.data) + static_cast<std::size_t>(o) * block_row_bytes(w.type, n_in),
+                        n_in);
+      for (int t = 0; t < n_tokens; ++t)
+        out[static_cast<std::size_t>(t) * n_out + o] = matmul_dot(row.data(), x + static_cast<std::size_t>(t) * n_in, n_in);
     }
     return;
   }

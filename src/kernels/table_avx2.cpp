@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "attend_block.hpp"
+#include "block_kernels.hpp"
 #include "int8_kernels.hpp"
 #include "layernorm_gelu.hpp"
 #include "pagedserve/kernels.hpp"
@@ -297,17 +298,18 @@ extern const kernel_table kernel_table_avx2 = {
     sum_squares_avx2, scale_mul_avx2, axpy_avx2<load_f32>, swiglu_avx2,
     attend_block_generic<float, dot_avx2<load_f32>, axpy_avx2<load_f32>>,
     attend_block_generic<std::uint16_t, dot_avx2<load_f16>, axpy_avx2<load_f16>>, f32_to_f16_row_avx2,
-    detail::layernorm_scalar, gelu_tanh_avx2,
+    detail::layernorm_scalar, gelu_tanh_avx2, false, detail::quantize_activations, detail::matmul_blocks_avx2,
 };
 
-// The same with the int8 matmul on AVX-VNNI.
+// The same with the int8 and block-quantized matmuls on AVX-VNNI.
 extern const kernel_table kernel_table_avx2_vnni = {
     isa::avx2_vnni, matmul_rows_avx2<load_f32>, matmul_rows_avx2<load_bf16>, matmul_rows_avx2<load_f16>,
     detail::matmul_i8_avx2_vnni, detail::quantize_token_u8_avx2,
     sum_squares_avx2, scale_mul_avx2, axpy_avx2<load_f32>, swiglu_avx2,
     attend_block_generic<float, dot_avx2<load_f32>, axpy_avx2<load_f32>>,
     attend_block_generic<std::uint16_t, dot_avx2<load_f16>, axpy_avx2<load_f16>>, f32_to_f16_row_avx2,
-    detail::layernorm_scalar, gelu_tanh_avx2,
+    detail::layernorm_scalar, gelu_tanh_avx2, false, detail::quantize_activations,
+    detail::matmul_blocks_avx2_vnni,
 };
 
 }  // namespace pagedserve::kernels

@@ -24,6 +24,7 @@
 #include "attend_block.hpp"
 #include "avx512_reduce.hpp"
 #include "bf16_dot_kernels.hpp"
+#include "block_kernels.hpp"
 #include "int8_kernels.hpp"
 #include "layernorm_gelu.hpp"
 
@@ -366,15 +367,17 @@ extern const kernel_table kernel_table_avx512 = {
     isa::avx512, matmul_rows_avx512<load_f32>, matmul_rows_avx512<load_bf16>, matmul_rows_avx512<load_f16>,
     detail::matmul_i8_avx512, detail::quantize_token_u8_avx512,
     sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_block_avx512<load_f32>,
-    attend_block_avx512<load_f16>, f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512,
+    attend_block_avx512<load_f16>, f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512, false,
+    detail::quantize_activations, detail::matmul_blocks_avx512,
 };
 
-// The same with the int8 matmul on AVX512-VNNI.
+// The same with the int8 and block-quantized matmuls on AVX512-VNNI.
 extern const kernel_table kernel_table_avx512_vnni = {
     isa::avx512_vnni, matmul_rows_avx512<load_f32>, matmul_rows_avx512<load_bf16>, matmul_rows_avx512<load_f16>,
     detail::matmul_i8_avx512_vnni, detail::quantize_token_u8_avx512,
     sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_block_avx512<load_f32>,
-    attend_block_avx512<load_f16>, f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512,
+    attend_block_avx512<load_f16>, f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512, false,
+    detail::quantize_activations, detail::matmul_blocks_avx512_vnni,
 };
 
 // The same with bf16 weights on AVX512-BF16 dot products (bf16_dot_avx512_bf16.cpp).
@@ -383,6 +386,7 @@ extern const kernel_table kernel_table_avx512_bf16 = {
     detail::matmul_i8_avx512_vnni, detail::quantize_token_u8_avx512,
     sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_block_avx512<load_f32>,
     attend_block_avx512<load_f16>, f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512, true,
+    detail::quantize_activations, detail::matmul_blocks_avx512_vnni,
 };
 
 }  // namespace pagedserve::kernels

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "attend_block.hpp"
+#include "block_kernels.hpp"
 #include "layernorm_gelu.hpp"
 #include "pagedserve/kernels.hpp"
 
@@ -119,7 +120,8 @@ extern const kernel_table kernel_table_scalar = {
     sum_squares_scalar, scale_mul_scalar, axpy_scalar<float>, swiglu_scalar,
     attend_block_generic<float, dot_scalar<float>, axpy_scalar<float>>,
     attend_block_generic<std::uint16_t, dot_scalar<std::uint16_t>, axpy_scalar<std::uint16_t>>, f32_to_f16_row_scalar,
-    detail::layernorm_scalar, detail::gelu_tanh_scalar,
+    detail::layernorm_scalar, detail::gelu_tanh_scalar, false, detail::quantize_activations,
+    detail::matmul_blocks_scalar,
 };
 
 }  // namespace pagedserve::kernels

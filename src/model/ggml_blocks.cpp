@@ -1,10 +1,11 @@
-// ggml type numbers, and the per-format decoders and encoders behind dequantize_blocks/quantize_blocks.
+// ggml type numbers, and dequantize_blocks / quantize_blocks dispatching to the per-format decoders and
+// encoders (ggml_legacy_blocks.cpp, ggml_k_blocks.cpp, ggml_k_quantizers.cpp, ggml_iq4_blocks.cpp).
 #include "pagedserve/ggml_blocks.hpp"
 
 #include <string>
 
+#include "model/ggml_block_formats.hpp"
 #include "pagedserve/check.hpp"
-#include "pagedserve/gguf.hpp"
 
 namespace pagedserve {
 
@@ -37,22 +38,55 @@ std::optional<dtype> dtype_of_ggml_type(std::uint32_t type) {
   return std::nullopt;
 }
 
-// TEMPORARY (helper A replaces): only q8_0 and q4_0 so far.
-void dequantize_blocks(dtype t, float* out, const std::byte* blocks, std::size_t n) {
+namespace {
+
+// One block format's decoder and encoder (counts in blocks).
+struct block_codec {
+  void (*dequantize)(float* out, const std::byte* blocks, std::size_t n_blocks);
+  void (*quantize)(std::byte* out, const float* x, std::size_t n_blocks);
+};
+
+block_codec codec_of(dtype t) {
+  using namespace ggml_blocks;
   switch (t) {
-    case dtype::q8_0: gguf_dequantize_q8_0(out, blocks, n); return;
-    case dtype::q4_0: gguf_dequantize_q4_0(out, blocks, n); return;
-    default: ps_check(false, "dequantize_blocks: format not implemented yet: " + std::string(dtype_name(t)));
+    case dtype::q4_0: return {dequantize_q4_0, quantize_q4_0};
+    case dtype::q4_1: return {dequantize_q4_1, quantize_q4_1};
+    case dtype::q5_0: return {dequantize_q5_0, quantize_q5_0};
+    case dtype::q5_1: return {dequantize_q5_1, quantize_q5_1};
+    case dtype::q8_0: return {dequantize_q8_0, quantize_q8_0};
+    case dtype::q2_k: return {dequantize_q2_k, quantize_q2_k};
+    case dtype::q3_k: return {dequantize_q3_k, quantize_q3_k};
+    case dtype::q4_k: return {dequantize_q4_k, quantize_q4_k};
+    case dtype::q5_k: return {dequantize_q5_k, quantize_q5_k};
+    case dtype::q6_k: return {dequantize_q6_k, quantize_q6_k};
+    case dtype::iq4_nl: return {dequantize_iq4_nl, quantize_iq4_nl};
+    case dtype::iq4_xs: return {dequantize_iq4_xs, quantize_iq4_xs};
+    default: ps_check(false, "not a block-quantized dtype: " + std::string(dtype_name(t)));
   }
+  return {};
+}
+
+std::size_t whole_blocks(dtype t, std::size_t n, const char* what) {
+  const auto per_block = static_cast<std::size_t>(block_layout_of(t).elements);
+  if (n % per_block != 0)
+    ps_check(false, std::string(what) + ": " + std::to_string(n) + " weights of " + std::string(dtype_name(t)) +
+                        " are not a whole number of blocks of " + std::to_string(per_block));
+  return n / per_block;
+}
+
+}  // namespace
+
+void dequantize_blocks(dtype t, float* out, const std::byte* blocks, std::size_t n) {
+  const block_codec c = codec_of(t);
+  c.dequantize(out, blocks, whole_blocks(t, n, "dequantize_blocks"));
 }
 
 std::vector<std::byte> quantize_blocks(dtype t, std::span<const float> x) {
-  switch (t) {
-    case dtype::q8_0: return gguf_quantize_q8_0(x);
-    case dtype::q4_0: return gguf_quantize_q4_0(x);
-    default: ps_check(false, "quantize_blocks: format not implemented yet: " + std::string(dtype_name(t)));
-  }
-  return {};
+  const block_codec c = codec_of(t);
+  const std::size_t n_blocks = whole_blocks(t, x.size(), "quantize_blocks");
+  std::vector<std::byte> out(n_blocks * static_cast<std::size_t>(block_layout_of(t).bytes));
+  c.quantize(out.data(), x.data(), n_blocks);
+  return out;
 }
 
 }  // namespace pagedserve

@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <cstring>
 
-#include <tbb/parallel_for.h>
+#include <spdlog/spdlog.h>
 
 #include "model/load_phase.hpp"
 #include "model/ps_try.hpp"
+#include "pagedserve/ggml_blocks.hpp"
 #include "pagedserve/gguf_model.hpp"
 
 namespace pagedserve {
@@ -144,11 +145,13 @@ std::expected<gguf_arch, std::string> read_config(const gguf_file& f) {
   return a;
 }
 
-// Looks tensors up by their llama.cpp names and turns them into weight views (zero copy for
-// F32/F16/BF16) or dequantized buffers (Q8_0/Q4_0), or fp32 vectors for norms and biases.
+// Looks tensors up by their llama.cpp names and turns them into weight views into the mapping, zero
+// copy, of whatever type each tensor has (F32/F16/BF16 or one of ggml's block formats, mixed per
+// tensor as llama.cpp's _M/_S recipes mix them); model_convert_weights re-stores them afterwards when
+// --quantize asks. Norms and biases become fp32 vectors.
 class tensor_source {
  public:
-  tensor_source(const gguf_file& f, model& m, weight_format format) : f_(f), m_(m), format_(format) {}
+  tensor_source(const gguf_file& f, model& m) : f_(f), m_(m) {}
 
   bool has(const std::string& name) const { return f_.tensor(name) != nullptr; }
 
@@ -176,8 +179,10 @@ class tensor_source {
   std::expected<const float*, std::string> vector(const std::string& name, int n) {
     auto t = find(name, {static_cast<std::uint64_t>(n)});
     if (!t) return std::unexpected(t.error());
+    auto row = matrix_at(**t, 0, 1, n);
+    if (!row) return std::unexpected(row.error());
     std::vector<float> v(n);
-    if (auto r = rows_to_f32(v.data(), **t, 0, 1, n); !r) return std::unexpected(r.error());
+    weight_row_to_f32(v.data(), *row, 0);
     return m_.keep(std::move(v));
   }
 
@@ -196,81 +201,42 @@ class tensor_source {
     return s + "]";
   }
 
-  static std::expected<dtype, std::string> plain_type(const gguf_tensor_info& t) {
-    switch (t.type) {
-      case static_cast<std::uint32_t>(gguf_tensor_type::f32): return dtype::f32;
-      case static_cast<std::uint32_t>(gguf_tensor_type::f16): return dtype::f16;
-      case static_cast<std::uint32_t>(gguf_tensor_type::bf16): return dtype::bf16;
-      default: return std::unexpected("");
-    }
-  }
-
-  std::string unsupported(const gguf_tensor_info& t) const {
+  // The dtype of t's elements: F32, F16, BF16 or a block format whose blocks tile each row.
+  static std::expected<dtype, std::string> stored_type(const gguf_tensor_info& t) {
     const std::string name = gguf_tensor_type_name(t.type);
-    return "tensor '" + t.name + "' has " + (name.starts_with("type ") ? "unknown ggml type " : name + ", ggml type ") +
-           std::to_string(t.type) + ", which is not supported (F32, F16, BF16, Q8_0 and Q4_0 are)";
+    const std::optional<dtype> type = dtype_of_ggml_type(t.type);
+    if (!type || !t.n_bytes)
+      return std::unexpected("tensor '" + t.name + "' has " +
+                             (name.starts_with("type ") ? "unknown ggml type " : name + ", ggml type ") +
+                             std::to_string(t.type) +
+                             ", which is not supported (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, "
+                             "Q5_K, Q6_K, IQ4_NL and IQ4_XS are)");
+    const int block = block_layout_of(*type).elements;
+    if (block > 0 && t.ne[0] % static_cast<std::uint64_t>(block) != 0)
+      return std::unexpected("tensor '" + t.name + "' is " + name + " with rows of " + std::to_string(t.ne[0]) +
+                             " weights, not a whole number of its " + std::to_string(block) + "-weight blocks");
+    return *type;
   }
 
-  // Rows [row0, row0 + n_rows) of t, each `cols` wide, dequantized or widened to fp32.
-  std::expected<void, std::string> rows_to_f32(float* out, const gguf_tensor_info& t, std::size_t row0,
-                                               std::size_t n_rows, std::size_t cols) const {
-    const std::size_t first = row0 * cols, n = n_rows * cols;
-    if (!t.n_bytes) return std::unexpected(unsupported(t));
-    switch (t.type) {
-      case static_cast<std::uint32_t>(gguf_tensor_type::q8_0):
-        gguf_dequantize_q8_0(out, t.data + first / 32 * 34, n);
-        return {};
-      case static_cast<std::uint32_t>(gguf_tensor_type::q4_0):
-        gguf_dequantize_q4_0(out, t.data + first / 32 * 18, n);
-        return {};
-      default: break;
-    }
-    auto type = plain_type(t);
-    if (!type) return std::unexpected(unsupported(t));
-    const std::byte* src = t.data + first * dtype_size(*type);
-    std::vector<std::byte> aligned;  // only for a file whose general.alignment is below the element size
-    if (reinterpret_cast<std::uintptr_t>(src) % dtype_size(*type) != 0) {
-      aligned.assign(src, src + n * dtype_size(*type));
-      src = aligned.data();
-    }
-    weight_row_to_f32(out, weight{src, *type, 1, static_cast<int>(n)}, 0);
-    return {};
-  }
-
+  // Rows [row0, row0 + rows) of t as a view into the mapping.
   std::expected<weight, std::string> matrix_at(const gguf_tensor_info& t, std::size_t row0, int rows, int cols) {
-    const std::size_t offset = row0 * cols;
-    if (auto type = plain_type(t)) {
-      const std::byte* data = t.data + offset * dtype_size(*type);
-      // The data section is aligned, so this only copies in a file with a stray alignment of 1.
-      if (reinterpret_cast<std::uintptr_t>(data) % dtype_size(*type) != 0) {
-        std::byte* copy = m_.keep(std::vector<std::byte>(static_cast<std::size_t>(rows) * cols * dtype_size(*type)));
-        std::memcpy(copy, data, static_cast<std::size_t>(rows) * cols * dtype_size(*type));
-        data = copy;
-      }
-      return weight{data, *type, rows, cols};
+    auto type = stored_type(t);
+    if (!type) return std::unexpected(type.error());
+    const std::size_t element = dtype_size(*type);
+    const std::size_t row_bytes = element ? cols * element : block_row_bytes(*type, cols);
+    const std::byte* data = t.data + row0 * row_bytes;
+    // The data section is aligned, so this only copies in a file with a stray alignment of 1 (blocks
+    // are read bytewise and need none).
+    if (element && reinterpret_cast<std::uintptr_t>(data) % element != 0) {
+      std::byte* copy = m_.keep(std::vector<std::byte>(static_cast<std::size_t>(rows) * row_bytes));
+      std::memcpy(copy, data, static_cast<std::size_t>(rows) * row_bytes);
+      data = copy;
     }
-    if (t.type != static_cast<std::uint32_t>(gguf_tensor_type::q8_0) &&
-        t.type != static_cast<std::uint32_t>(gguf_tensor_type::q4_0))
-      return std::unexpected(unsupported(t));
-    // Quantized: dequantize row by row, in parallel, straight into the requested in-memory dtype.
-    const std::size_t n = static_cast<std::size_t>(rows) * cols;
-    if (format_ == weight_format::bf16) {
-      std::uint16_t* dst = m_.keep(std::vector<std::uint16_t>(n));
-      tbb::parallel_for(0, rows, [&](int r) {
-        std::vector<float> row(cols);
-        (void)rows_to_f32(row.data(), t, row0 + r, 1, cols);
-        for (int i = 0; i < cols; ++i) dst[static_cast<std::size_t>(r) * cols + i] = f32_to_bf16(row[i]);
-      });
-      return weight{dst, dtype::bf16, rows, cols};
-    }
-    float* dst = m_.keep(std::vector<float>(n));
-    tbb::parallel_for(0, rows, [&](int r) { (void)rows_to_f32(dst + static_cast<std::size_t>(r) * cols, t, row0 + r, 1, cols); });
-    return weight_f32(dst, rows, cols);
+    return weight{data, *type, rows, cols};
   }
 
   const gguf_file& f_;
   model& m_;
-  weight_format format_;
 };
 
 std::expected<void, std::string> load_layer(tensor_source& src, const model_config& c, int l, layer_weights& w) {
@@ -335,9 +301,9 @@ std::expected<void, std::string> load_gpt2_layer(tensor_source& src, const model
   return {};
 }
 
-std::expected<void, std::string> load_tensors(const gguf_file& f, model& m, weight_format format) {
+std::expected<void, std::string> load_tensors(const gguf_file& f, model& m) {
   const model_config& c = m.config;
-  tensor_source src(f, m, format);
+  tensor_source src(f, m);
   const bool gpt2 = c.positions == position_kind::learned;
   PS_TRY(m.token_embedding, src.matrix("token_embd.weight", c.vocab_size, c.dim));
   if (gpt2) PS_TRY(m.position_embedding, src.matrix("position_embd.weight", c.seq_len, c.dim));
@@ -383,11 +349,13 @@ std::expected<std::shared_ptr<const model>, std::string> gguf_model_from(const g
   m->storage.push_back(file.storage());
   read_generation(file, m->generation);
   load_phase tensors_phase("reading GGUF tensors");
-  if (auto r = load_tensors(file, *m, options.weights); !r) return std::unexpected(file.name() + ": " + r.error());
+  if (auto r = load_tensors(file, *m); !r) return std::unexpected(file.name() + ": " + r.error());
   tensors_phase.finish(fmt::format("read {} GGUF tensors ({}, {} layers, dim {})",
                                    file.tensors().size(), m->config.architecture, m->config.n_layers, m->config.dim));
   model_convert_weights(*m, options.weights, options.progress);
   if (auto r = model_check(*m); !r) return std::unexpected(file.name() + ": " + r.error());
+  spdlog::info("model weights: {} ({} of them in buffers of our own, the rest mapped from the file)",
+               bytes_text(model_weight_bytes(*m)), bytes_text(m->owned_bytes));
   return m;
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "pagedserve/ggml_blocks.hpp"
 #include "pagedserve/gguf.hpp"
 
 namespace pagedserve {
@@ -20,19 +21,27 @@ struct type_layout {
   std::uint32_t block, bytes;  // elements per block, bytes per block (0: layout unknown here)
 };
 
-// ggml's type table (ggml.c type_traits): names for every assigned number, layouts for the common ones.
+// ggml's type table (ggml.c type_traits): names for every assigned number. The layouts of the types
+// pagedserve decodes (F32, F16, BF16 and the block formats of ggml_blocks.hpp) come from their dtype;
+// the table gives the others' (0: not known here), so every tensor's extent is still checked.
 type_layout layout_of(std::uint32_t t) {
   static constexpr type_layout table[] = {
-      {"F32", 1, 4},      {"F16", 1, 2},       {"Q4_0", 32, 18},    {"Q4_1", 32, 20},   {"Q4_2", 0, 0},
-      {"Q4_3", 0, 0},     {"Q5_0", 32, 22},    {"Q5_1", 32, 24},    {"Q8_0", 32, 34},   {"Q8_1", 32, 36},
-      {"Q2_K", 256, 84},  {"Q3_K", 256, 110},  {"Q4_K", 256, 144},  {"Q5_K", 256, 176}, {"Q6_K", 256, 210},
+      {"F32", 0, 0},      {"F16", 0, 0},       {"Q4_0", 0, 0},      {"Q4_1", 0, 0},     {"Q4_2", 0, 0},
+      {"Q4_3", 0, 0},     {"Q5_0", 0, 0},      {"Q5_1", 0, 0},      {"Q8_0", 0, 0},     {"Q8_1", 32, 36},
+      {"Q2_K", 0, 0},     {"Q3_K", 0, 0},      {"Q4_K", 0, 0},      {"Q5_K", 0, 0},     {"Q6_K", 0, 0},
       {"Q8_K", 256, 292}, {"IQ2_XXS", 256, 66}, {"IQ2_XS", 256, 74}, {"IQ3_XXS", 256, 98}, {"IQ1_S", 256, 50},
-      {"IQ4_NL", 32, 18}, {"IQ3_S", 256, 110}, {"IQ2_S", 256, 82},  {"IQ4_XS", 256, 136}, {"I8", 1, 1},
+      {"IQ4_NL", 0, 0},   {"IQ3_S", 256, 110}, {"IQ2_S", 256, 82},  {"IQ4_XS", 0, 0},   {"I8", 1, 1},
       {"I16", 1, 2},      {"I32", 1, 4},       {"I64", 1, 8},       {"F64", 1, 8},      {"IQ1_M", 256, 56},
-      {"BF16", 1, 2},
+      {"BF16", 0, 0},
   };
-  if (t < std::size(table)) return table[t];
-  return {nullptr, 0, 0};
+  if (t >= std::size(table)) return {nullptr, 0, 0};
+  type_layout l = table[t];
+  if (const std::optional<dtype> d = dtype_of_ggml_type(t)) {
+    const block_layout b = block_layout_of(*d);
+    l.block = is_block_quantized(*d) ? static_cast<std::uint32_t>(b.elements) : 1;
+    l.bytes = is_block_quantized(*d) ? static_cast<std::uint32_t>(b.bytes) : static_cast<std::uint32_t>(dtype_size(*d));
+  }
+  return l;
 }
 
 std::size_t scalar_size(gguf_value_type t) {

@@ -1,10 +1,12 @@
 // Encodes GGUF v3: little-endian header, metadata records, tensor directory, padding, aligned data.
 #include "pagedserve/gguf_writer.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
-#include "pagedserve/weight.hpp"
+#include "pagedserve/check.hpp"
+#include "pagedserve/ggml_blocks.hpp"
 
 namespace pagedserve {
 namespace {
@@ -22,6 +24,8 @@ void put_string(std::vector<std::byte>& out, std::string_view s) {
   const auto* p = reinterpret_cast<const std::byte*>(s.data());
   out.insert(out.end(), p, p + s.size());
 }
+
+std::uint64_t padded(std::uint64_t n) { return (n + alignment - 1) / alignment * alignment; }
 
 template <class T>
 std::vector<std::byte> encode_16(std::span<const float> values, T convert) {
@@ -94,28 +98,57 @@ void gguf_writer::add_i32s(std::string_view key, std::span<const std::int32_t> v
   add_raw_value(key, static_cast<std::uint32_t>(gguf_value_type::array), e);
 }
 
-void gguf_writer::add_tensor(std::string_view name, std::vector<std::uint64_t> ne, gguf_tensor_type type,
+void gguf_writer::add_tensor(std::string_view name, std::vector<std::uint64_t> ne, dtype type,
                              std::span<const float> values) {
   std::vector<std::byte> data;
   switch (type) {
-    case gguf_tensor_type::f32:
+    case dtype::f32:
       data.resize(values.size() * 4);
       if (!values.empty()) std::memcpy(data.data(), values.data(), data.size());
       break;
-    case gguf_tensor_type::f16: data = encode_16(values, f32_to_f16); break;
-    case gguf_tensor_type::bf16: data = encode_16(values, f32_to_bf16); break;
-    case gguf_tensor_type::q8_0: data = gguf_quantize_q8_0(values); break;
-    case gguf_tensor_type::q4_0: data = gguf_quantize_q4_0(values); break;
+    case dtype::f16: data = encode_16(values, f32_to_f16); break;
+    case dtype::bf16: data = encode_16(values, f32_to_bf16); break;
+    default:
+      ps_check(is_block_quantized(type), "gguf_writer: i8 is not a GGUF type");
+      data = quantize_blocks(type, values);
+      break;
   }
-  add_tensor_raw(name, std::move(ne), static_cast<std::uint32_t>(type), std::move(data));
+  add_tensor_raw(name, std::move(ne), *ggml_type_of(type), std::move(data));
+}
+
+void gguf_writer::add_tensor(std::string_view name, std::vector<std::uint64_t> ne, gguf_tensor_type type,
+                             std::span<const float> values) {
+  add_tensor(name, std::move(ne), *dtype_of_ggml_type(static_cast<std::uint32_t>(type)), values);
+}
+
+void gguf_writer::add_tensor_random_blocks(std::string_view name, std::vector<std::uint64_t> ne, dtype type,
+                                           std::uint64_t seed) {
+  ps_check(is_block_quantized(type), "gguf_writer: random blocks need a block type");
+  std::uint64_t n = 1;
+  for (const std::uint64_t d : ne) n *= d;
+  ps_check(!ne.empty() && ne[0] % block_layout_of(type).elements == 0, "gguf_writer: rows must be whole blocks");
+  tensor t;
+  t.name = std::string(name);
+  t.ne = std::move(ne);
+  t.type = *ggml_type_of(type);
+  t.n_bytes = n / block_layout_of(type).elements * block_layout_of(type).bytes;
+  t.random_seed = seed;
+  t.random_type = type;
+  tensors_.push_back(std::move(t));
 }
 
 void gguf_writer::add_tensor_raw(std::string_view name, std::vector<std::uint64_t> ne, std::uint32_t type,
                                  std::vector<std::byte> bytes) {
-  tensors_.push_back({std::string(name), std::move(ne), type, std::move(bytes)});
+  tensor t;
+  t.name = std::string(name);
+  t.ne = std::move(ne);
+  t.type = type;
+  t.n_bytes = bytes.size();
+  t.data = std::move(bytes);
+  tensors_.push_back(std::move(t));
 }
 
-std::vector<std::byte> gguf_writer::bytes() const {
+std::vector<std::byte> gguf_writer::header() const {
   std::vector<std::byte> out;
   out.insert(out.end(), {std::byte{'G'}, std::byte{'G'}, std::byte{'U'}, std::byte{'F'}});
   put<std::uint32_t>(out, 3);
@@ -129,20 +162,53 @@ std::vector<std::byte> gguf_writer::bytes() const {
     for (const std::uint64_t d : t.ne) put(out, d);
     put(out, t.type);
     put(out, offset);
-    offset += (t.data.size() + alignment - 1) / alignment * alignment;
+    offset += padded(t.n_bytes);
   }
-  out.resize((out.size() + alignment - 1) / alignment * alignment);
-  for (const tensor& t : tensors_) {
-    out.insert(out.end(), t.data.begin(), t.data.end());
-    out.resize((out.size() + alignment - 1) / alignment * alignment);
+  out.resize(padded(out.size()));
+  return out;
+}
+
+void gguf_writer::tensor_slice(std::size_t i, std::uint64_t offset, std::span<std::byte> out) const {
+  const tensor& t = tensors_[i];
+  if (!t.random_seed) {
+    std::memcpy(out.data(), t.data.data() + offset, out.size());
+    return;
+  }
+  const std::uint64_t block_bytes = block_layout_of(t.random_type).bytes;
+  random_blocks_fill(t.random_type, out, *t.random_seed, offset / block_bytes);
+}
+
+std::vector<std::byte> gguf_writer::bytes() const {
+  std::vector<std::byte> out = header();
+  for (std::size_t i = 0; i < tensors_.size(); ++i) {
+    const std::size_t at = out.size();
+    out.resize(at + tensors_[i].n_bytes);
+    tensor_slice(i, 0, std::span(out).subspan(at));
+    out.resize(padded(out.size()));
   }
   return out;
 }
 
 std::expected<void, std::string> gguf_writer::write(const std::filesystem::path& path) const {
-  const std::vector<std::byte> b = bytes();
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  auto put_bytes = [&](std::span<const std::byte> b) {
+    out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  };
+  put_bytes(header());
+  const std::vector<std::byte> zeros(alignment);
+  std::vector<std::byte> slice;
+  for (std::size_t i = 0; i < tensors_.size() && out; ++i) {
+    const tensor& t = tensors_[i];
+    // Slices of whole blocks, about 64 MiB each, so a random tensor is never whole in memory.
+    const std::uint64_t unit = t.random_seed ? block_layout_of(t.random_type).bytes : 1;
+    const std::uint64_t step = (std::uint64_t{64} << 20) / unit * unit;
+    for (std::uint64_t at = 0; at < t.n_bytes && out; at += step) {
+      slice.resize(std::min(step, t.n_bytes - at));
+      tensor_slice(i, at, slice);
+      put_bytes(slice);
+    }
+    put_bytes(std::span(zeros).first(padded(t.n_bytes) - t.n_bytes));
+  }
   if (!out) return std::unexpected(path.string() + ": cannot write");
   return {};
 }

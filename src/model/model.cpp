@@ -186,16 +186,25 @@ weight convert_matrix(model& m, const weight& w, dtype to) {
   }
   std::uint16_t* dst = m.keep(std::vector<std::uint16_t>(w.n_elements()));
   tbb::parallel_for(0, w.rows, [&](int r) {
-    for (std::size_t i = 0; i < cols; ++i) {
-      const float v = weight_at(w, r * cols + i);
-      dst[r * cols + i] = to == dtype::bf16 ? f32_to_bf16(v) : f32_to_f16(v);
-    }
+    std::vector<float> row(cols);  // a whole row at once: a block format decodes per block, not per element
+    weight_row_to_f32(row.data(), w, r);
+    for (std::size_t i = 0; i < cols; ++i) dst[r * cols + i] = to == dtype::bf16 ? f32_to_bf16(row[i]) : f32_to_f16(row[i]);
   });
   out.data = dst;
   return out;
 }
 
 }  // namespace
+
+std::uint64_t model_weight_bytes(const model& m) {
+  std::uint64_t bytes = m.token_embedding.n_bytes() + m.position_embedding.n_bytes();
+  if (m.classifier != m.token_embedding) bytes += m.classifier.n_bytes();
+  for (const layer_weights& l : m.layers) {
+    for (const weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router}) bytes += w->n_bytes();
+    for (const expert_weights& e : l.experts) bytes += e.gate.n_bytes() + e.up.n_bytes() + e.down.n_bytes();
+  }
+  return bytes;
+}
 
 std::optional<weight_format> weight_format_parse(std::string_view name) {
   if (name == "none") return weight_format::as_stored;

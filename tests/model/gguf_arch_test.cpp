@@ -13,6 +13,7 @@
 #include "model/engine_runner.hpp"
 #include "model/gguf_test_model.hpp"
 #include "model/hf_reference.hpp"
+#include "pagedserve/ggml_blocks.hpp"
 #include "pagedserve/gguf_model.hpp"
 #include "pagedserve/hf_model.hpp"
 #include "pagedserve/model_load.hpp"
@@ -76,8 +77,8 @@ TEST_P(gguf_architecture, logits_match_the_scalar_reference) {
     EXPECT_EQ((*m)->classifier == (*m)->token_embedding, s.tied);
     EXPECT_EQ((*m)->config.rope, s.architecture == "LlamaForCausalLM" ? kernels::rope_style::interleaved
                                                                        : kernels::rope_style::neox);
-    const dtype want_type = type == gguf_tensor_type::f16 ? dtype::f16 : dtype::f32;
-    EXPECT_EQ((*m)->layers[0].wq.type, want_type) << "F32/F16 in place, quantized dequantized to fp32";
+    EXPECT_EQ((*m)->layers[0].wq.type, *dtype_of_ggml_type(static_cast<std::uint32_t>(type)))
+        << "every type kept as stored, in place";
 
     const auto stored = test::gguf_stored_values(tensors, type);
     const test::hf_reference ref(s, stored);
@@ -142,7 +143,7 @@ TEST_P(gguf_architecture, quantization_error_is_bounded) {
   EXPECT_LT(err[0], err[1]);
 }
 
-// Q8_0 dequantized straight into bf16 equals fp32 dequantization rounded to bf16.
+// Q8_0 converted into bf16 at load equals its exact dequantization rounded to bf16.
 TEST_P(gguf_architecture, quantized_to_bf16_in_memory) {
   const arch_spec& s = GetParam();
   const auto path = test::temp_dir(s.name + "_bf16.gguf");
@@ -153,7 +154,8 @@ TEST_P(gguf_architecture, quantized_to_bf16_in_memory) {
   const weight& a = (*f32)->layers[0].wq;
   const weight& b = (*bf16)->layers[0].wq;
   ASSERT_EQ(b.type, dtype::bf16);
-  for (std::size_t k = 0; k < a.n_elements(); ++k) ASSERT_EQ(b.u16()[k], f32_to_bf16(a.f32()[k])) << k;
+  ASSERT_EQ(a.type, dtype::q8_0);
+  for (std::size_t k = 0; k < a.n_elements(); ++k) ASSERT_EQ(b.u16()[k], f32_to_bf16(weight_at(a, k))) << k;
   std::filesystem::remove(path);
 }
 

@@ -76,7 +76,7 @@ TEST(gguf_corrupt, tensor_data_past_the_end) {
 // attn_q keeps its dims and bytes, only its type number in the directory changes: the loader must
 // name the tensor and the type rather than misread the bytes.
 TEST(gguf_corrupt, unknown_and_unsupported_tensor_types_are_named) {
-  for (const auto& [type, want] : {std::pair{99u, "unknown ggml type 99"}, std::pair{3u, "Q4_1, ggml type 3"}}) {
+  for (const auto& [type, want] : {std::pair{99u, "unknown ggml type 99"}, std::pair{9u, "Q8_1, ggml type 9"}}) {
     const auto s = small_spec();
     gguf_writer w;
     test::gguf_add_spec_metadata(w, s);

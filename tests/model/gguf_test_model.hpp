@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/hf_test_model.hpp"
+#include "pagedserve/gguf_recipe.hpp"
 #include "pagedserve/gguf_writer.hpp"
 
 namespace pagedserve::test {
@@ -100,12 +101,13 @@ inline void gguf_add_spec_metadata(gguf_writer& w, const arch_spec& s, const std
   u32("tokenizer.ggml.eos_token_id", 2);
 }
 
-// The tensors of t under llama.cpp's names; matrices stored as `type`, vectors as F32.
-inline void gguf_add_spec_tensors(gguf_writer& w, const arch_spec& s, const tensor_map& t, gguf_tensor_type type) {
+// The tensors of t under llama.cpp's names, each stored as type_of(name, ne) says.
+template <class TypeOf>
+void gguf_add_spec_tensors_typed(gguf_writer& w, const arch_spec& s, const tensor_map& t, TypeOf type_of) {
   const bool llama = gguf_arch_name(s) == "llama";
   auto put = [&](const std::string& name, const test_tensor& x, std::vector<float> values) {
     std::vector<std::uint64_t> ne(x.shape.rbegin(), x.shape.rend());
-    w.add_tensor(name, ne, x.shape.size() >= 2 ? type : gguf_tensor_type::f32, values);
+    w.add_tensor(name, ne, type_of(name, ne), values);
   };
   auto copy = [&](const std::string& to, const std::string& from) { put(to, t.at(from), t.at(from).values); };
   auto permuted = [&](const std::string& to, const std::string& from, int heads) {
@@ -152,6 +154,30 @@ inline void gguf_add_spec_tensors(gguf_writer& w, const arch_spec& s, const tens
   }
   copy("output_norm.weight", "model.norm.weight");
   if (!s.tied) copy("output.weight", "lm_head.weight");
+}
+
+// Each tensor stored as the recipe picks (llama.cpp's mixes: the router and norms stay F32).
+inline void gguf_add_spec_tensors(gguf_writer& w, const arch_spec& s, const tensor_map& t, const gguf_recipe& recipe) {
+  const gguf_recipe_model shape{s.layers, s.heads / s.kv_heads, s.tied};
+  gguf_add_spec_tensors_typed(w, s, t, [&](const std::string& name, const std::vector<std::uint64_t>& ne) {
+    return gguf_recipe_type(recipe, shape, name, ne);
+  });
+}
+
+// Every matrix (the router too) stored as `type`, vectors as F32.
+inline void gguf_add_spec_tensors(gguf_writer& w, const arch_spec& s, const tensor_map& t, gguf_tensor_type type) {
+  gguf_add_spec_tensors_typed(w, s, t, [&](const std::string&, const std::vector<std::uint64_t>& ne) {
+    return ne.size() >= 2 ? type : gguf_tensor_type::f32;
+  });
+}
+
+inline void write_spec_gguf(const std::filesystem::path& path, const arch_spec& s, const tensor_map& t,
+                            const gguf_recipe& recipe) {
+  gguf_writer w;
+  gguf_add_spec_metadata(w, s);
+  gguf_add_spec_tensors(w, s, t, recipe);
+  auto r = w.write(path);
+  if (!r) throw std::runtime_error(r.error());
 }
 
 inline void write_spec_gguf(const std::filesystem::path& path, const arch_spec& s, const tensor_map& t,

@@ -16,6 +16,7 @@
 #include "model/gguf_test_model.hpp"
 #include "model/gpt2_reference.hpp"
 #include "model/gpt2_test_model.hpp"
+#include "pagedserve/ggml_blocks.hpp"
 #include "pagedserve/hf_model.hpp"
 #include "pagedserve/model_load.hpp"
 
@@ -103,7 +104,7 @@ TEST_P(gpt2_architecture, gguf_logits_match_the_scalar_reference) {
     ASSERT_TRUE(m.has_value()) << m.error();
     EXPECT_EQ((*m)->config.architecture, "gpt2");
     EXPECT_EQ((*m)->config.positions, position_kind::learned);
-    EXPECT_EQ((*m)->layers[0].wq.type, type == gguf_tensor_type::f16 ? dtype::f16 : dtype::f32);
+    EXPECT_EQ((*m)->layers[0].wq.type, *dtype_of_ggml_type(static_cast<std::uint32_t>(type)));
     const auto stored = test::gpt2_gguf_stored_values(tensors, type);  // exactly what the file holds
     const test::gpt2_reference ref(s, stored);
     for (const kernels::kernel_table* kt : kernels::kernel_tables_supported()) {

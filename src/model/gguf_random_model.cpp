@@ -1,0 +1,111 @@
+// The tensor list of a llama / qwen3 / qwen3moe GGUF, filled with random weights.
+#include "pagedserve/gguf_random_model.hpp"
+
+#include <random>
+#include <string>
+
+#include "pagedserve/check.hpp"
+#include "pagedserve/ggml_blocks.hpp"
+
+namespace pagedserve {
+namespace {
+
+class random_tensors {
+ public:
+  random_tensors(gguf_writer& w, const model_config& c, const gguf_recipe& r, std::uint64_t seed)
+      : w_(w), recipe_(r), shape_{c.n_layers, c.n_heads / c.n_kv_heads, c.shared_classifier}, seed_(seed) {}
+
+  // ne fastest first: a [rows, cols] matrix is {cols, rows}.
+  void add(const std::string& name, std::vector<std::uint64_t> ne) {
+    const dtype t = gguf_recipe_type(recipe_, shape_, name, ne);
+    ++n_;
+    if (is_block_quantized(t)) {
+      w_.add_tensor_random_blocks(name, std::move(ne), t, seed_ * 1000003 + n_);
+      return;
+    }
+    std::uint64_t n = 1;
+    for (const std::uint64_t d : ne) n *= d;
+    std::vector<float> values(n, 1.0f);  // a norm's weights
+    if (ne.size() >= 2) {
+      std::mt19937_64 rng(seed_ * 1000003 + n_);
+      std::normal_distribution<float> normal(0.0f, 0.02f);
+      for (float& v : values) v = normal(rng);
+    }
+    w_.add_tensor(name, std::move(ne), t, values);
+  }
+
+ private:
+  gguf_writer& w_;
+  const gguf_recipe& recipe_;
+  gguf_recipe_model shape_;
+  std::uint64_t seed_;
+  std::uint64_t n_ = 0;
+};
+
+void add_metadata(gguf_writer& w, const model_config& c) {
+  const std::string a = c.architecture;
+  auto u32 = [&](const std::string& key, int v) { w.add_u32(a + "." + key, static_cast<std::uint32_t>(v)); };
+  w.add_string("general.architecture", a);
+  w.add_string("general.name", "random-" + a);
+  u32("context_length", c.seq_len);
+  u32("embedding_length", c.dim);
+  u32("block_count", c.n_layers);
+  u32("attention.head_count", c.n_heads);
+  u32("attention.head_count_kv", c.n_kv_heads);
+  if (c.head_dim > 0) {
+    u32("attention.key_length", c.head_dim);
+    u32("attention.value_length", c.head_dim);
+  }
+  w.add_f32(a + ".rope.freq_base", c.rope_theta);
+  w.add_f32(a + ".attention.layer_norm_rms_epsilon", c.rms_norm_eps);
+  if (c.n_experts > 0) {
+    u32("expert_count", c.n_experts);
+    u32("expert_used_count", c.n_experts_used);
+    u32("expert_feed_forward_length", c.expert_hidden_dim);
+    w.add_bool(a + ".expert_weights_norm", c.norm_topk_prob);
+  } else {
+    u32("feed_forward_length", c.hidden_dim);
+  }
+  w.add_u32("tokenizer.ggml.bos_token_id", 1);
+  w.add_u32("tokenizer.ggml.eos_token_id", 2);
+}
+
+}  // namespace
+
+void gguf_add_random_model(gguf_writer& w, const model_config& c, const gguf_recipe& recipe, std::uint64_t seed) {
+  ps_check(c.architecture == "llama" || c.architecture == "qwen3" || c.architecture == "qwen3moe",
+           "gguf_add_random_model: architecture must be llama, qwen3 or qwen3moe");
+  add_metadata(w, c);
+  random_tensors t(w, c, recipe, seed);
+  using u = std::uint64_t;
+  const u dim = c.dim, qd = c.q_dim(), kvd = c.kv_dim(), hs = c.head_size();
+  t.add("token_embd.weight", {dim, u(c.vocab_size)});
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string at = "blk." + std::to_string(l) + ".";
+    t.add(at + "attn_norm.weight", {dim});
+    t.add(at + "attn_q.weight", {dim, qd});
+    t.add(at + "attn_k.weight", {dim, kvd});
+    t.add(at + "attn_v.weight", {dim, kvd});
+    t.add(at + "attn_output.weight", {qd, dim});
+    if (c.architecture != "llama") {
+      t.add(at + "attn_q_norm.weight", {hs});
+      t.add(at + "attn_k_norm.weight", {hs});
+    }
+    t.add(at + "ffn_norm.weight", {dim});
+    if (c.n_experts == 0) {
+      t.add(at + "ffn_gate.weight", {dim, u(c.hidden_dim)});
+      t.add(at + "ffn_up.weight", {dim, u(c.hidden_dim)});
+      t.add(at + "ffn_down.weight", {u(c.hidden_dim), dim});
+      continue;
+    }
+    const u eh = c.expert_hidden_dim, ne = c.n_experts;
+    t.add(at + "ffn_gate_inp.weight", {dim, ne});
+    t.add(at + "ffn_gate_exps.weight", {dim, eh, ne});
+    t.add(at + "ffn_up_exps.weight", {dim, eh, ne});
+    t.add(at + "ffn_down_exps.weight", {eh, dim, ne});
+  }
+  t.add("output_norm.weight", {dim});
+  if (!c.shared_classifier) t.add("output.weight", {dim, u(c.vocab_size)});
+}
+
+}  // namespace pagedserve
