@@ -1,5 +1,7 @@
 // ops::matmul for every kernel table and weight type (f32, bf16, int8 W8A8) on the s110m shapes
-// (dim 768, hidden 2048, vocab 32000), from decode (1 token) to prefill batches (64, 256 tokens).
+// (dim 768, hidden 2048, vocab 32000), from decode (1 token) to prefill batches (64, 256 tokens);
+// and for the ggml block formats ("blocks/", int8 activations; peak_ratio against the vpdpbusd peak)
+// on TinyLlama's FFN shapes (5632x2048, 2048x5632), 1 to 128 tokens.
 // Names carry the dtype and ISA, scalar first for each case, so one run shows the speed-ups side by
 // side; "ratio_vs_scalar" is this table's speed over scalar's on the same case, "ratio_vs_f32" this
 // dtype's speed over f32's on the same case and table (f32 runs first, in the same process).
@@ -15,10 +17,12 @@
 //
 //   ./build/load-tests/bench_kernels --benchmark_filter='32000x768.*tokens:1/'
 //   ./build/load-tests/bench_kernels --benchmark_filter='tokens:(1|64|256)/(f32|i8)/avx512'
+//   ./build/load-tests/bench_kernels --benchmark_filter='blocks/.*tokens:(1|4|16)/(q4_k|q6_k)/avx512_vnni'
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <random>
 #include <string>
@@ -27,6 +31,7 @@
 
 #include "compute_peak.hpp"
 #include "membw.hpp"
+#include "pagedserve/ggml_blocks.hpp"
 #include "pagedserve/kernels.hpp"
 #include "pagedserve/quantize.hpp"
 
@@ -129,6 +134,64 @@ void bench_matmul(benchmark::State& state, const kernel_table* kt, dtype type, m
   if (const double r = ratio_to(kt->which, dtype::f32); r > 0) state.counters["ratio_vs_f32"] = r;
 }
 
+// Block-quantized weights (ggml formats) on TinyLlama's FFN shapes. The matrix is copied until the
+// copies pass 256 MiB and each iteration reads the next copy, so every step streams its weights from
+// DRAM as a real decode does (one 6-12 MB matrix alone would sit in L3 and beat the bandwidth).
+constexpr matmul_shape block_shapes[] = {{5632, 2048, "w1_tinyllama"}, {2048, 5632, "w2_tinyllama"}};
+constexpr int block_token_counts[] = {1, 4, 16, 64, 128};
+constexpr dtype block_types[] = {dtype::q4_k, dtype::q6_k, dtype::q4_0, dtype::q8_0, dtype::q5_k, dtype::q5_0,
+                                 dtype::q4_1, dtype::q5_1, dtype::iq4_nl, dtype::iq4_xs, dtype::q3_k, dtype::q2_k};
+
+// Random blocks with small fp16 scales (the kernels' speed does not depend on the values).
+std::vector<std::byte> random_block_matrix(dtype type, int rows, int cols, std::mt19937& rng) {
+  std::vector<std::byte> data(rows * block_row_bytes(type, cols));
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (std::byte& b : data) b = static_cast<std::byte>(byte(rng));
+  const block_layout l = block_layout_of(type);
+  const std::uint16_t scale = f32_to_f16(0.01f);
+  // d sits at offset 0 but for q2_k (80, dmin 82), q3_k (108) and q6_k (208); dmin or m follow d.
+  const int d_at = type == dtype::q2_k ? 80 : type == dtype::q3_k ? 108 : type == dtype::q6_k ? 208 : 0;
+  for (std::size_t at = 0; at < data.size(); at += l.bytes) {
+    std::memcpy(&data[at + d_at], &scale, 2);
+    if (type != dtype::q3_k && type != dtype::q6_k && type != dtype::iq4_xs) std::memcpy(&data[at + d_at + 2], &scale, 2);
+  }
+  return data;
+}
+
+void bench_block_matmul(benchmark::State& state, const kernel_table* kt, dtype type, matmul_shape shape, int n_tokens) {
+  std::mt19937 rng(42);
+  const std::vector<std::byte> one = random_block_matrix(type, shape.n_out, shape.n_in, rng);
+  const std::size_t n_copies = ((std::size_t{256} << 20) + one.size() - 1) / one.size();
+  std::vector<std::byte> copies(n_copies * one.size());
+  for (std::size_t c = 0; c < n_copies; ++c) std::memcpy(copies.data() + c * one.size(), one.data(), one.size());
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> x(static_cast<std::size_t>(n_tokens) * shape.n_in);
+  std::vector<float> out(static_cast<std::size_t>(n_tokens) * shape.n_out);
+  for (float& f : x) f = dist(rng);
+
+  std::size_t copy = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    const weight w{copies.data() + copy * one.size(), type, shape.n_out, shape.n_in};
+    copy = (copy + 1) % n_copies;
+    ops::matmul(*kt, out.data(), x.data(), w, n_tokens);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / state.iterations();
+  const double weight_bytes = static_cast<double>(one.size());
+  const double flops = 2.0 * n_tokens * shape.n_in * static_cast<double>(shape.n_out);
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * weight_bytes));
+  state.counters["GOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tokens"] = n_tokens;
+  if (measured_bandwidth_gbps() > 0) state.counters["bw_ratio"] = weight_bytes / seconds * 1e-9 / measured_bandwidth_gbps();
+  if (int8_peak() > 0) state.counters["peak_ratio"] = flops / seconds * 1e-9 / int8_peak();
+  seconds_per_case()[std::make_tuple(kt->which, type, shape.n_out, shape.n_in, n_tokens)] = seconds;
+  const auto it = seconds_per_case().find(std::make_tuple(isa::scalar, type, shape.n_out, shape.n_in, n_tokens));
+  if (it != seconds_per_case().end()) state.counters["ratio_vs_scalar"] = it->second / seconds;
+}
+
 // The bandwidth probe as a benchmark too, so its figure sits in the table next to the matmuls.
 void bench_read_bandwidth(benchmark::State& state) {
   double gbps = 0.0;
@@ -149,6 +212,18 @@ void register_benchmarks() {
                                    shape.what + "/tokens:" + std::to_string(n_tokens) + "/" +
                                    std::string(dtype_name(type)) + "/" + std::string(isa_name(kt->which));
           benchmark::RegisterBenchmark(name.c_str(), bench_matmul, kt, type, shape, n_tokens)
+              ->UseRealTime()
+              ->Unit(benchmark::kMicrosecond)
+              ->MinTime(0.2);
+        }
+  for (const matmul_shape& shape : block_shapes)
+    for (int n_tokens : block_token_counts)
+      for (dtype type : block_types)
+        for (const kernel_table* kt : tables) {
+          const std::string name = "blocks/" + std::to_string(shape.n_out) + "x" + std::to_string(shape.n_in) + "_" +
+                                   shape.what + "/tokens:" + std::to_string(n_tokens) + "/" +
+                                   std::string(dtype_name(type)) + "/" + std::string(isa_name(kt->which));
+          benchmark::RegisterBenchmark(name.c_str(), bench_block_matmul, kt, type, shape, n_tokens)
               ->UseRealTime()
               ->Unit(benchmark::kMicrosecond)
               ->MinTime(0.2);

@@ -114,15 +114,16 @@ struct fmt_q5_1 {
   static __m256i decode(const block& b) { return _mm256_or_si256(nibbles32(b.qs), fifth_bits(b.qh)); }
 };
 
-// sums[t] = row x[nb] · token t's activations (y + t * y_stride bytes), t < n_t.
+// sums[t] = row x[nb] · token t's activations (y + t * y_stride bytes), t < n_t. Even and odd blocks
+// go to two accumulators (two short fma chains instead of one long one), added at the end.
 template <class F, int n_t>
 void dot32(float* sums, const typename F::block* x, const std::byte* y0, std::size_t y_stride, int nb) {
   const act_block32* y[n_t];
   for (int t = 0; t < n_t; ++t) y[t] = reinterpret_cast<const act_block32*>(y0 + t * y_stride);
-  __m256 acc[n_t];
-  float acc_min[n_t];
-  for (int t = 0; t < n_t; ++t) acc[t] = _mm256_setzero_ps(), acc_min[t] = 0.0f;
-  for (int b = 0; b < nb; ++b) {
+  __m256 acc[2][n_t];
+  float acc_min[2][n_t];
+  for (int t = 0; t < n_t; ++t) acc[0][t] = acc[1][t] = _mm256_setzero_ps(), acc_min[0][t] = acc_min[1][t] = 0.0f;
+  const auto block = [&](int b, __m256* a, float* a_min) {
     const __m256i w = F::decode(x[b]);
     const float d = h(x[b].d);
     if constexpr (F::has_min) {
@@ -130,137 +131,212 @@ void dot32(float* sums, const typename F::block* x, const std::byte* y0, std::si
 #pragma GCC unroll 4
       for (int t = 0; t < n_t; ++t) {
         const __m256i isum = dot4(_mm256_setzero_si256(), w, load32(y[t][b].qs));
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d * y[t][b].d), acc[t]);
-        acc_min[t] += m * y[t][b].s;
+        a[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d * y[t][b].d), a[t]);
+        a_min[t] += m * y[t][b].s;
       }
     } else {
       const __m256i abs_w = _mm256_abs_epi8(w);
 #pragma GCC unroll 4
       for (int t = 0; t < n_t; ++t) {
         const __m256i isum = dot_signed(abs_w, w, load32(y[t][b].qs));
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d * y[t][b].d), acc[t]);
+        a[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d * y[t][b].d), a[t]);
       }
     }
+  };
+  int b = 0;
+  for (; b + 1 < nb; b += 2) {
+    block(b, acc[0], acc_min[0]);
+    block(b + 1, acc[1], acc_min[1]);
   }
-  for (int t = 0; t < n_t; ++t) sums[t] = hsum(acc[t]) + acc_min[t];
+  if (b < nb) block(b, acc[0], acc_min[0]);
+  for (int t = 0; t < n_t; ++t) sums[t] = hsum(_mm256_add_ps(acc[0][t], acc[1][t])) + (acc_min[0][t] + acc_min[1][t]);
 }
 
-// s16 lanes 0-7 = a, 8-15 = b: one scale per 16 weights of a 32-weight vector after vpmaddubsw.
-inline __m256i scale_pair(int a, int b) {
-  return _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(b)), _mm_set1_epi16(static_cast<short>(a)));
+// The shuffle that spreads s16 element 2k of a 128-bit lane over the low lane and 2k+1 over the high
+// one: a 32-weight vector's two scales after vpmaddubsw, in formats with one scale per 16 weights.
+inline __m256i pair_pick(int k) {
+  const char a = static_cast<char>(4 * k), b = static_cast<char>(4 * k + 2);
+  return _mm256_setr_epi8(a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, b, b + 1, b,
+                          b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1, b, b + 1);
 }
 
-// q4_k and q5_k: 8 sub-blocks of 32 unsigned weights, each with a 6-bit scale and min.
-template <bool five_bits, int n_t>
-void dot_q45_k(float* sums, const void* row, const std::byte* y0, std::size_t y_stride, int nb) {
+// sc[k] = the scales of vector k (weights 32k .. 32k + 31) from 16 s16 scales, one per 16 weights.
+inline void pair_scales(__m256i scales16, __m256i* sc) {
+  const __m256i halves[2] = {_mm256_broadcastsi128_si256(_mm256_castsi256_si128(scales16)),
+                             _mm256_broadcastsi128_si256(_mm256_extracti128_si256(scales16, 1))};
+  for (int k = 0; k < 8; ++k) sc[k] = _mm256_shuffle_epi8(halves[k / 4], pair_pick(k % 4));
+}
+
+// The K-quants and iq4_xs: per super-block, 8 vectors of 32 weight bytes q[k], their s16 scales sc[k],
+// and per token  isum = sum_k vpmaddubsw(q[k], y_k) * sc[k] - offset * sum_i scales16[i] * bsums[i]
+// (weights stored with an offset) and, with mins, imin = sum_i mins16[i] * bsums[i]; then
+// acc += isum * (d * y.d), acc_min -= imin * (dmin * y.d). One fma chain each.
+struct k_block {
+  __m256i q[8];
+  __m256i sc[8];
+  __m256i offset_scales;  // offset * scale per 16 weights (s16), or unused
+  __m256i mins16;         // min per 16 weights (s16), or unused
+  float d, dmin;
+};
+
+// How each format fills a k_block: F::decode(row, b, kb); F::offset (weights stored + offset),
+// F::has_min; F::signed_q (q holds signed weights: multiplied as |q| against sign(y, q)).
+template <class F, int n_t>
+void dot_k(float* sums, const void* row, const std::byte* y0, std::size_t y_stride, int nb) {
   const act_block256* y[n_t];
   for (int t = 0; t < n_t; ++t) y[t] = reinterpret_cast<const act_block256*>(y0 + t * y_stride);
-  __m256 acc[n_t];
-  for (int t = 0; t < n_t; ++t) acc[t] = _mm256_setzero_ps();
-  const __m256i low4 = _mm256_set1_epi8(0xF);
+  __m256 acc[n_t], acc_min[n_t];
+  for (int t = 0; t < n_t; ++t) acc[t] = acc_min[t] = _mm256_setzero_ps();
   for (int b = 0; b < nb; ++b) {
+    k_block kb;
+    F::decode(row, b, kb);
+    __m256i abs_q[8];
+    if constexpr (F::signed_q)
+      for (int k = 0; k < 8; ++k) abs_q[k] = _mm256_abs_epi8(kb.q[k]);
+#pragma GCC unroll 4
+    for (int t = 0; t < n_t; ++t) {
+      const act_block256& a = y[t][b];
+      const auto product = [&](int k) {  // s16 pairs of vector k's products
+        const __m256i yk = load32(a.qs + 32 * k);
+        if constexpr (F::signed_q) return _mm256_maddubs_epi16(abs_q[k], _mm256_sign_epi8(yk, kb.q[k]));
+        return _mm256_maddubs_epi16(kb.q[k], yk);
+      };
+      // Four chains of two (short dependency chains for the accumulating vpdpwssd); exact, so the
+      // grouping changes nothing.
+      __m256i c[4];
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) c[k] = madd16(_mm256_madd_epi16(product(k), kb.sc[k]), product(k + 4), kb.sc[k + 4]);
+      __m256i isum = _mm256_add_epi32(_mm256_add_epi32(c[0], c[1]), _mm256_add_epi32(c[2], c[3]));
+      if constexpr (F::offset != 0)
+        isum = _mm256_sub_epi32(isum, _mm256_madd_epi16(load32(a.bsums), kb.offset_scales));
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(kb.d * a.d), acc[t]);
+      if constexpr (F::has_min)
+        acc_min[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(load32(a.bsums), kb.mins16)),
+                                     _mm256_set1_ps(kb.dmin * a.d), acc_min[t]);
+    }
+  }
+  for (int t = 0; t < n_t; ++t) sums[t] = hsum(_mm256_sub_ps(acc[t], acc_min[t]));
+}
+
+// 8 s16 scales (one per 32 weights) from the low 8 unsigned bytes of bytes: sc[k] = scale k in every lane.
+inline void broadcast_scales8(__m128i bytes, __m256i* sc) {
+  const __m256i s16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(bytes));
+  for (int k = 0; k < 8; ++k) sc[k] = _mm256_shuffle_epi8(s16, _mm256_set1_epi16(static_cast<short>((2 * k + 1) << 8 | 2 * k)));
+}
+
+// q4_k and q5_k: 8 sub-blocks of 32 (4 or 5-bit) unsigned weights, a 6-bit scale and min each.
+template <bool five_bits>
+struct fmt_q45_k {
+  static constexpr int offset = 0;
+  static constexpr bool has_min = true, signed_q = false;
+  static void decode(const void* row, int b, k_block& kb) {
     const auto& b4 = static_cast<const block_q4_k*>(row)[b];
     const auto& b5 = static_cast<const block_q5_k*>(row)[b];
-    const std::uint8_t* scales = five_bits ? b5.scales : b4.scales;
     const std::uint8_t* qs = five_bits ? b5.qs : b4.qs;
-    const float d = h(five_bits ? b5.d : b4.d), dmin = h(five_bits ? b5.dmin : b4.dmin);
-    int sc[8], mn[8];
-    for (int j = 0; j < 8; ++j) k4_scale_min(scales, j, &sc[j], &mn[j]);
-    __m256i q[8];
+    std::uint64_t sc, mn;
+    k4_scales_mins(five_bits ? b5.scales : b4.scales, &sc, &mn);
+    kb.d = h(five_bits ? b5.d : b4.d);
+    kb.dmin = h(five_bits ? b5.dmin : b4.dmin);
+    const __m256i low4 = _mm256_set1_epi8(0xF);
     for (int c = 0; c < 4; ++c) {
       const __m256i raw = load32(qs + 32 * c);
-      q[2 * c] = _mm256_and_si256(raw, low4);
-      q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+      kb.q[2 * c] = _mm256_and_si256(raw, low4);
+      kb.q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
     }
     if constexpr (five_bits) {
       const __m256i qh = load32(b5.qh), one = _mm256_set1_epi8(1);
       for (int j = 0; j < 8; ++j)
-        q[j] = _mm256_or_si256(q[j], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, j), one), 4));
+        kb.q[j] = _mm256_or_si256(kb.q[j], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, j), one), 4));
     }
+    broadcast_scales8(_mm_cvtsi64_si128(static_cast<long long>(sc)), kb.sc);
     // bsums are per 16 activations, mins per 32.
-    const __m256i mins16 = _mm256_setr_epi16(mn[0], mn[0], mn[1], mn[1], mn[2], mn[2], mn[3], mn[3], mn[4], mn[4],
-                                             mn[5], mn[5], mn[6], mn[6], mn[7], mn[7]);
-#pragma GCC unroll 4
-    for (int t = 0; t < n_t; ++t) {
-      const act_block256& a = y[t][b];
-      __m256i isum = _mm256_setzero_si256();
-#pragma GCC unroll 8
-      for (int j = 0; j < 8; ++j)
-        isum = madd16(isum, _mm256_maddubs_epi16(q[j], load32(a.qs + 32 * j)), _mm256_set1_epi16(static_cast<short>(sc[j])));
-      const __m256i imin = _mm256_madd_epi16(load32(a.bsums), mins16);
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(a.d * d), acc[t]);
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(imin), _mm256_set1_ps(-(a.d * dmin)), acc[t]);
-    }
+    const __m128i mn8 = _mm_cvtsi64_si128(static_cast<long long>(mn));
+    kb.mins16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn8, mn8));
   }
-  for (int t = 0; t < n_t; ++t) sums[t] = hsum(acc[t]);
-}
+};
 
-// q6_k: 8 vectors of 32 weights in 0..63 (minus 32 through the bsums), a signed scale per 16.
-template <int n_t>
-void dot_q6_k(float* sums, const void* row, const std::byte* y0, std::size_t y_stride, int nb) {
-  const act_block256* y[n_t];
-  for (int t = 0; t < n_t; ++t) y[t] = reinterpret_cast<const act_block256*>(y0 + t * y_stride);
-  __m256 acc[n_t];
-  for (int t = 0; t < n_t; ++t) acc[t] = _mm256_setzero_ps();
-  const __m256i low4 = _mm256_set1_epi8(0xF), low2 = _mm256_set1_epi8(3);
-  for (int b = 0; b < nb; ++b) {
+// q6_k: weights 0..63 stored with offset 32, a signed 8-bit scale per 16.
+struct fmt_q6_k {
+  static constexpr int offset = 32;
+  static constexpr bool has_min = false, signed_q = false;
+  static void decode(const void* row, int b, k_block& kb) {
     const block_q6_k& x = static_cast<const block_q6_k*>(row)[b];
-    __m256i q[8];
+    const __m256i low4 = _mm256_set1_epi8(0xF), bits45 = _mm256_set1_epi8(0x30);
     for (int half = 0; half < 2; ++half) {
       const __m256i l0 = load32(x.ql + 64 * half), l1 = load32(x.ql + 64 * half + 32), hb = load32(x.qh + 32 * half);
-      const auto high = [&](int shift) {
-        return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, shift), low2), 4);
-      };
-      q[4 * half + 0] = _mm256_or_si256(_mm256_and_si256(l0, low4), high(0));
-      q[4 * half + 1] = _mm256_or_si256(_mm256_and_si256(l1, low4), high(2));
-      q[4 * half + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4), high(4));
-      q[4 * half + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4), high(6));
+      // Bits 2k, 2k+1 of qh become bits 4, 5 of vector k's bytes.
+      __m256i* q = kb.q + 4 * half;
+      q[0] = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), bits45));
+      q[1] = _mm256_or_si256(_mm256_and_si256(l1, low4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), bits45));
+      q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4), _mm256_and_si256(hb, bits45));
+      q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
+                             _mm256_and_si256(_mm256_srli_epi16(hb, 2), bits45));
     }
     const __m256i scales16 = _mm256_cvtepi8_epi16(load16(x.scales));
-    __m256i sc[8];
-    for (int k = 0; k < 8; ++k) sc[k] = scale_pair(x.scales[2 * k], x.scales[2 * k + 1]);
-    const float d = h(x.d);
-#pragma GCC unroll 4
-    for (int t = 0; t < n_t; ++t) {
-      const act_block256& a = y[t][b];
-      __m256i isum = _mm256_setzero_si256();
-#pragma GCC unroll 8
-      for (int k = 0; k < 8; ++k) isum = madd16(isum, _mm256_maddubs_epi16(q[k], load32(a.qs + 32 * k)), sc[k]);
-      isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_madd_epi16(load32(a.bsums), scales16), 5));
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d * a.d), acc[t]);
-    }
+    pair_scales(scales16, kb.sc);
+    kb.offset_scales = _mm256_slli_epi16(scales16, 5);
+    kb.d = h(x.d);
   }
-  for (int t = 0; t < n_t; ++t) sums[t] = hsum(acc[t]);
-}
+};
 
-// iq4_xs: 8 sub-blocks of 32 table-decoded signed weights, a 6-bit scale each.
-template <int n_t>
-void dot_iq4_xs(float* sums, const void* row, const std::byte* y0, std::size_t y_stride, int nb) {
-  const act_block256* y[n_t];
-  for (int t = 0; t < n_t; ++t) y[t] = reinterpret_cast<const act_block256*>(y0 + t * y_stride);
-  __m256 acc[n_t];
-  for (int t = 0; t < n_t; ++t) acc[t] = _mm256_setzero_ps();
-  for (int b = 0; b < nb; ++b) {
-    const block_iq4_xs& x = static_cast<const block_iq4_xs*>(row)[b];
-    __m256i w[8], abs_w[8];
-    for (int j = 0; j < 8; ++j) {
-      w[j] = iq4_lookup(nibbles32(x.qs + 16 * j));
-      abs_w[j] = _mm256_abs_epi8(w[j]);
+// q3_k: 2 low bits in qs, the third in hmask (set: +0, clear: -4), stored here as 0..7 with offset 4;
+// a 6-bit scale (minus 32) per 16.
+struct fmt_q3_k {
+  static constexpr int offset = 4;
+  static constexpr bool has_min = false, signed_q = false;
+  static void decode(const void* row, int b, k_block& kb) {
+    const block_q3_k& x = static_cast<const block_q3_k*>(row)[b];
+    const __m256i low2 = _mm256_set1_epi8(3), bit2 = _mm256_set1_epi8(4), hm = load32(x.hmask);
+    for (int half = 0; half < 2; ++half) {
+      const __m256i qs = load32(x.qs + 32 * half);
+      for (int j = 0; j < 4; ++j) {
+        const int shift = 4 * half + j;  // hmask bit of vector 4 half + j
+        const __m256i high = _mm256_and_si256(
+            shift >= 2 ? _mm256_srli_epi16(hm, shift - 2) : _mm256_slli_epi16(hm, 2 - shift), bit2);
+        kb.q[4 * half + j] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qs, 2 * j), low2), high);
+      }
     }
-    const float d = h(x.d);
-#pragma GCC unroll 4
-    for (int t = 0; t < n_t; ++t) {
-      const act_block256& a = y[t][b];
-      __m256i isum = _mm256_setzero_si256();
-#pragma GCC unroll 8
-      for (int j = 0; j < 8; ++j)
-        isum = madd16(isum, _mm256_maddubs_epi16(abs_w[j], _mm256_sign_epi8(load32(a.qs + 32 * j), w[j])),
-                      _mm256_set1_epi16(static_cast<short>(iq4_xs_scale(x, j))));
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d * a.d), acc[t]);
-    }
+    std::int8_t scales[16];
+    k3_scales(x.scales, scales);
+    const __m256i scales16 = _mm256_cvtepi8_epi16(load16(scales));
+    pair_scales(scales16, kb.sc);
+    kb.offset_scales = _mm256_slli_epi16(scales16, 2);
+    kb.d = h(x.d);
   }
-  for (int t = 0; t < n_t; ++t) sums[t] = hsum(acc[t]);
-}
+};
+
+// q2_k: 2-bit weights, a 4-bit scale and 4-bit min per 16.
+struct fmt_q2_k {
+  static constexpr int offset = 0;
+  static constexpr bool has_min = true, signed_q = false;
+  static void decode(const void* row, int b, k_block& kb) {
+    const block_q2_k& x = static_cast<const block_q2_k*>(row)[b];
+    const __m256i low2 = _mm256_set1_epi8(3);
+    for (int half = 0; half < 2; ++half) {
+      const __m256i qs = load32(x.qs + 32 * half);
+      for (int j = 0; j < 4; ++j) kb.q[4 * half + j] = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * j), low2);
+    }
+    const __m128i packed = load16(x.scales);
+    pair_scales(_mm256_cvtepu8_epi16(_mm_and_si128(packed, _mm_set1_epi8(0xF))), kb.sc);
+    kb.mins16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0xF)));
+    kb.d = h(x.d);
+    kb.dmin = h(x.dmin);
+  }
+};
+
+// iq4_xs: 8 sub-blocks of 32 table-decoded signed weights, a 6-bit scale (minus 32) each.
+struct fmt_iq4_xs {
+  static constexpr int offset = 0;
+  static constexpr bool has_min = false, signed_q = true;
+  static void decode(const void* row, int b, k_block& kb) {
+    const block_iq4_xs& x = static_cast<const block_iq4_xs*>(row)[b];
+    for (int j = 0; j < 8; ++j) {
+      kb.q[j] = iq4_lookup(nibbles32(x.qs + 16 * j));
+      kb.sc[j] = _mm256_set1_epi16(static_cast<short>(iq4_xs_scale(x, j)));
+    }
+    kb.d = h(x.d);
+  }
+};
 
 // Up to this many tokens share one decode of each weight block.
 constexpr int block_dot_tokens = 4;
@@ -272,67 +348,46 @@ void dot32_of(float* sums, const void* row, const std::byte* y0, std::size_t y_s
   dot32<F, n_t>(sums, static_cast<const typename F::block*>(row), y0, y_stride, nb);
 }
 
-// kernels[n_t - 1] of one format, or nullptr where only the scalar dot exists.
+// by_tokens[n_t - 1]: one format's kernel for n_t tokens.
 struct block_dot_kernels {
   block_dot_fn by_tokens[block_dot_tokens];
 };
 
-template <template <int> class K>
-constexpr block_dot_kernels kernels_of() {
-  return {{K<1>::run, K<2>::run, K<3>::run, K<4>::run}};
+template <class F>
+constexpr block_dot_kernels legacy_kernels() {
+  return {{dot32_of<F, 1>, dot32_of<F, 2>, dot32_of<F, 3>, dot32_of<F, 4>}};
 }
 template <class F>
-struct k32 {
-  template <int n_t>
-  struct of {
-    static void run(float* s, const void* r, const std::byte* y, std::size_t ys, int nb) { dot32_of<F, n_t>(s, r, y, ys, nb); }
-  };
-};
-template <int n_t>
-struct k_q4_k {
-  static void run(float* s, const void* r, const std::byte* y, std::size_t ys, int nb) { dot_q45_k<false, n_t>(s, r, y, ys, nb); }
-};
-template <int n_t>
-struct k_q5_k {
-  static void run(float* s, const void* r, const std::byte* y, std::size_t ys, int nb) { dot_q45_k<true, n_t>(s, r, y, ys, nb); }
-};
-template <int n_t>
-struct k_q6_k {
-  static void run(float* s, const void* r, const std::byte* y, std::size_t ys, int nb) { dot_q6_k<n_t>(s, r, y, ys, nb); }
-};
-template <int n_t>
-struct k_iq4_xs {
-  static void run(float* s, const void* r, const std::byte* y, std::size_t ys, int nb) { dot_iq4_xs<n_t>(s, r, y, ys, nb); }
-};
+constexpr block_dot_kernels k_kernels() {
+  return {{dot_k<F, 1>, dot_k<F, 2>, dot_k<F, 3>, dot_k<F, 4>}};
+}
 
-inline const block_dot_kernels* simd_kernels(dtype t) {
-  static constexpr block_dot_kernels q4_0 = kernels_of<k32<fmt_q4_0>::of>(), q4_1 = kernels_of<k32<fmt_q4_1>::of>(),
-                                     q5_0 = kernels_of<k32<fmt_q5_0>::of>(), q5_1 = kernels_of<k32<fmt_q5_1>::of>(),
-                                     q8_0 = kernels_of<k32<fmt_q8_0>::of>(), iq4_nl = kernels_of<k32<fmt_iq4_nl>::of>(),
-                                     q4_k = kernels_of<k_q4_k>(), q5_k = kernels_of<k_q5_k>(), q6_k = kernels_of<k_q6_k>(),
-                                     iq4_xs = kernels_of<k_iq4_xs>();
+inline const block_dot_kernels& simd_kernels(dtype t) {
+  static constexpr block_dot_kernels q4_0 = legacy_kernels<fmt_q4_0>(), q4_1 = legacy_kernels<fmt_q4_1>(),
+                                     q5_0 = legacy_kernels<fmt_q5_0>(), q5_1 = legacy_kernels<fmt_q5_1>(),
+                                     q8_0 = legacy_kernels<fmt_q8_0>(), iq4_nl = legacy_kernels<fmt_iq4_nl>(),
+                                     q2_k = k_kernels<fmt_q2_k>(), q3_k = k_kernels<fmt_q3_k>(),
+                                     q4_k = k_kernels<fmt_q45_k<false>>(), q5_k = k_kernels<fmt_q45_k<true>>(),
+                                     q6_k = k_kernels<fmt_q6_k>(), iq4_xs = k_kernels<fmt_iq4_xs>();
   switch (t) {
-    case dtype::q4_0: return &q4_0;
-    case dtype::q4_1: return &q4_1;
-    case dtype::q5_0: return &q5_0;
-    case dtype::q5_1: return &q5_1;
-    case dtype::q8_0: return &q8_0;
-    case dtype::iq4_nl: return &iq4_nl;
-    case dtype::q4_k: return &q4_k;
-    case dtype::q5_k: return &q5_k;
-    case dtype::q6_k: return &q6_k;
-    case dtype::iq4_xs: return &iq4_xs;
-    default: return nullptr;  // q2_k, q3_k: the scalar dot
+    case dtype::q4_0: return q4_0;
+    case dtype::q4_1: return q4_1;
+    case dtype::q5_0: return q5_0;
+    case dtype::q5_1: return q5_1;
+    case dtype::q8_0: return q8_0;
+    case dtype::iq4_nl: return iq4_nl;
+    case dtype::q2_k: return q2_k;
+    case dtype::q3_k: return q3_k;
+    case dtype::q4_k: return q4_k;
+    case dtype::q5_k: return q5_k;
+    case dtype::q6_k: return q6_k;
+    default: return iq4_xs;
   }
 }
 
 // kernel_table::matmul_blocks: row by row (a decode step streams each row once), tokens in groups of 4.
 inline void matmul_blocks_simd(float* out, const std::byte* xq, const weight& w, int n_tokens, int o_begin, int o_end) {
-  const block_dot_kernels* k = simd_kernels(w.type);
-  if (k == nullptr) {
-    detail::matmul_blocks_scalar(out, xq, w, n_tokens, o_begin, o_end);
-    return;
-  }
+  const block_dot_kernels& k = simd_kernels(w.type);
   const std::size_t row_bytes = block_row_bytes(w.type, w.cols), x_bytes = activation_row_bytes(w.type, w.cols);
   const int nb = w.cols / block_layout_of(w.type).elements;
   for (int o = o_begin; o < o_end; ++o) {
@@ -340,7 +395,7 @@ inline void matmul_blocks_simd(float* out, const std::byte* xq, const weight& w,
     for (int t = 0; t < n_tokens; t += block_dot_tokens) {
       const int n_t = std::min(block_dot_tokens, n_tokens - t);
       float sums[block_dot_tokens];
-      k->by_tokens[n_t - 1](sums, row, xq + t * x_bytes, x_bytes, nb);
+      k.by_tokens[n_t - 1](sums, row, xq + t * x_bytes, x_bytes, nb);
       for (int i = 0; i < n_t; ++i) out[static_cast<std::size_t>(t + i) * w.rows + o] = sums[i];
     }
   }

@@ -38,6 +38,18 @@ inline void k4_scale_min(const std::uint8_t* s, int j, int* scale, int* min) {
   }
 }
 
+// All 8 scales and mins of a q4_k/q5_k block at once, as k4_scale_min gives them, one per byte (scale
+// or min j in byte j): the low 6 bits of bytes 0-3 (scales 0-3) and 4-7 (mins 0-3); for 4-7, a nibble
+// of bytes 8-11 below the top 2 bits of bytes 0-3 (scales) or 4-7 (mins). Kept in registers: no
+// store of parts reloaded whole.
+inline void k4_scales_mins(const std::uint8_t* s, std::uint64_t* scales, std::uint64_t* mins) {
+  std::uint32_t v[3];
+  std::memcpy(v, s, 12);
+  const std::uint32_t low6 = 0x3f3f3f3fu, nibble = 0x0f0f0f0fu, top2 = 0x30303030u;
+  *scales = (v[0] & low6) | static_cast<std::uint64_t>((v[2] & nibble) | ((v[0] >> 2) & top2)) << 32;
+  *mins = (v[1] & low6) | static_cast<std::uint64_t>(((v[2] >> 4) & nibble) | ((v[1] >> 2) & top2)) << 32;
+}
+
 // q3_k: its 16 6-bit scales (one per 16 weights), unpacked and minus 32.
 inline void k3_scales(const std::uint8_t* packed, std::int8_t* out) {
   for (int j = 0; j < 16; ++j) {
