@@ -8,12 +8,13 @@
 #
 #   load-tests/quant_vs_llama_cpp.sh                         # the default files below
 #   load-tests/quant_vs_llama_cpp.sh s110m-Q8_0 tinyllama-Q4_0 /path/any.gguf
-# A name SHAPE-TYPE (shapes s110m, tinyllama; types as build/make-random-gguf writes them) is
-# written once to $MODEL_DIR (default /work/models-scratch, never into git); a path is used as is.
+# A name SHAPE-TYPE (shapes s110m, tinyllama; TYPE any llama-quantize type or mix that
+# build/make-random-gguf writes: Q4_K_M, Q4_0, Q8_0, F16, IQ4_XS, pure:q4_K ...) is written once to
+# $MODEL_DIR (default /work/models-scratch, never into git); a path is used as is.
 # Results: load-tests/results/quant_vs_llama_cpp-<UTC time>.{jsonl,md} (every measurement, the table).
 #
 # Knobs: ROUNDS (2), STREAMS (16), PROMPT_TOKENS (32), GEN_TOKENS (128), PEER_THREADS (2),
-# PEER_FLASH_ATTN (on), SERVER_QUANTIZE (int8: what `serve --quantize` gets), BENCH_FORMATS
+# PEER_FLASH_ATTN (on), SERVER_QUANTIZE (none: what `serve --quantize` gets), BENCH_FORMATS
 # (as_loaded|int8: the bench_decode weight formats), QUIET_IDLE (0.85) and QUIET_WAIT_S (60): before
 # each measurement wait up to QUIET_WAIT_S for the CPUs to be that idle over one second. ggml's
 # worker threads spin at barriers, so llama.cpp with 2 threads collapses (to ~1 tok/s on a tiny
@@ -34,7 +35,7 @@ prompt_tokens="${PROMPT_TOKENS:-32}"
 gen_tokens="${GEN_TOKENS:-128}"
 peer_threads="${PEER_THREADS:-2}"
 peer_fa="${PEER_FLASH_ATTN:-on}"
-server_quantize="${SERVER_QUANTIZE:-int8}"
+server_quantize="${SERVER_QUANTIZE:-none}"
 bench_formats="${BENCH_FORMATS:-as_loaded|int8}"
 quiet_idle="${QUIET_IDLE:-0.85}"
 quiet_wait_s="${QUIET_WAIT_S:-60}"
@@ -151,7 +152,8 @@ if [ ! -d "$peer/node_modules/node-llama-cpp" ] || [ "$peer/package-lock.json" -
 fi
 
 if [ "$#" -eq 0 ]; then
-  set -- tinyllama-Q4_K_M tinyllama-Q4_0 s110m-F32 s110m-F16 s110m-BF16 s110m-Q8_0 s110m-Q4_0 s110m-Q4_K_M
+  set -- tinyllama-Q4_K_M tinyllama-Q4_0 s110m-Q8_0 s110m-Q4_0 s110m-Q4_K_M s110m-Q5_K_M s110m-Q6_K s110m-IQ4_XS \
+    s110m-F16 s110m-BF16 s110m-F32
 fi
 echo "run: $run (rounds $rounds, streams $streams, prompt $prompt_tokens, gen $gen_tokens, llama.cpp threads $peer_threads, fa $peer_fa, server --quantize $server_quantize)"
 for name in "$@"; do

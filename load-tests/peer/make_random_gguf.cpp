@@ -1,20 +1,17 @@
-// make-random-gguf: a random-weight llama-arch GGUF (N(0, 0.02) matrices, norms = 1) with the
-// llama2.c vocabulary embedded as a SentencePiece ("llama") tokenizer, so that llama.cpp and
-// pagedserve can both load the same file (quant_vs_llama_cpp.sh). Same shape arguments as
-// make-random-model; TYPE is what every matrix (token_embd and output included) is stored as:
-// F32, F16, BF16, Q8_0 or Q4_0 (what gguf_writer encodes). Speed does not depend on the values.
-//   make-random-gguf s110m-Q4_0.gguf Q4_0 ../shared/models/tokenizer.bin 768 2048 12 12 12 32000 1024 0 1
+// make-random-gguf: a random-weight llama-arch GGUF of one of llama.cpp's quantization mixes
+// (gguf_add_random_model: "Q4_K_M", "Q4_0", "Q8_0", "F16", "pure:q4_K", ... as gguf_recipe_parse
+// reads them) with the llama2.c vocabulary embedded as a SentencePiece ("llama") tokenizer, so that
+// llama.cpp and pagedserve both load the same file (quant_vs_llama_cpp.sh). Same shape arguments as
+// make-random-model. Speed does not depend on the weights' values.
+//   make-random-gguf s110m-Q4_K_M.gguf Q4_K_M ../shared/models/tokenizer.bin 768 2048 12 12 12 32000 1024 0 1
 #include <charconv>
-#include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
-#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "pagedserve/gguf_writer.hpp"
+#include "pagedserve/gguf_random_model.hpp"
 
 namespace {
 
@@ -54,21 +51,6 @@ bool vocab_read(const char* path, int n, vocab& v) {
   return true;
 }
 
-// N(0, 0.02) values, written tensor by tensor so the fp32 model never exists whole in memory.
-class random_values {
- public:
-  explicit random_values(std::uint64_t seed) : rng_(seed) {}
-  std::vector<float> normal(std::size_t n) {
-    std::vector<float> v(n);
-    std::normal_distribution<float> d(0.0f, 0.02f);
-    for (float& x : v) x = d(rng_);
-    return v;
-  }
-
- private:
-  std::mt19937_64 rng_;
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -76,18 +58,13 @@ int main(int argc, char** argv) {
   if (argc != 13) {
     std::fprintf(stderr,
                  "usage: make-random-gguf OUT TYPE TOKENIZER.bin dim hidden_dim n_layers n_heads n_kv_heads vocab_size seq_len untied seed\n"
-                 "  TYPE: F32, F16, BF16, Q8_0 or Q4_0 (every matrix)\n");
+                 "  TYPE: llama-quantize's F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS Q4_K_M Q5_K_M,\n"
+                 "        or pure:<type> (every matrix one type)\n");
     return 2;
   }
-  const std::string_view type_name = argv[2];
-  gguf_tensor_type type;
-  if (type_name == "F32") type = gguf_tensor_type::f32;
-  else if (type_name == "F16") type = gguf_tensor_type::f16;
-  else if (type_name == "BF16") type = gguf_tensor_type::bf16;
-  else if (type_name == "Q8_0") type = gguf_tensor_type::q8_0;
-  else if (type_name == "Q4_0") type = gguf_tensor_type::q4_0;
-  else {
-    std::fprintf(stderr, "make-random-gguf: TYPE '%s' is not one of F32 F16 BF16 Q8_0 Q4_0\n", argv[2]);
+  const auto recipe = gguf_recipe_parse(argv[2]);
+  if (!recipe) {
+    std::fprintf(stderr, "make-random-gguf: TYPE '%s' is not a llama-quantize type or mix\n", argv[2]);
     return 2;
   }
   long long v[9];
@@ -98,59 +75,33 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  const std::uint64_t dim = v[0], hidden = v[1], n_vocab = v[5];
-  const int n_layers = static_cast<int>(v[2]), n_heads = static_cast<int>(v[3]), n_kv_heads = static_cast<int>(v[4]);
-  if (dim % n_heads != 0 || n_heads % n_kv_heads != 0 || dim % 32 != 0 || hidden % 32 != 0) {
+  model_config c;
+  c.architecture = "llama";
+  c.dim = static_cast<int>(v[0]);
+  c.hidden_dim = static_cast<int>(v[1]);
+  c.n_layers = static_cast<int>(v[2]);
+  c.n_heads = static_cast<int>(v[3]);
+  c.n_kv_heads = static_cast<int>(v[4]);
+  c.vocab_size = static_cast<int>(v[5]);
+  c.seq_len = static_cast<int>(v[6]);
+  c.shared_classifier = v[7] == 0;
+  if (c.dim % c.n_heads != 0 || c.n_heads % c.n_kv_heads != 0 || c.dim % 32 != 0 || c.hidden_dim % 32 != 0) {
     std::fprintf(stderr, "make-random-gguf: need dim %% n_heads == 0, n_heads %% n_kv_heads == 0, dim and hidden_dim multiples of 32\n");
     return 2;
   }
   vocab voc;
-  if (!vocab_read(argv[3], static_cast<int>(n_vocab), voc)) {
-    std::fprintf(stderr, "make-random-gguf: cannot read %lld tokens from %s\n", v[5], argv[3]);
+  if (!vocab_read(argv[3], c.vocab_size, voc)) {
+    std::fprintf(stderr, "make-random-gguf: cannot read %d tokens from %s\n", c.vocab_size, argv[3]);
     return 1;
   }
-  const std::uint64_t kv_dim = dim / n_heads * n_kv_heads;
-
   gguf_writer g;
-  g.add_string("general.architecture", "llama");
-  g.add_string("general.name", "random " + std::string(type_name));
-  g.add_u32("llama.context_length", static_cast<std::uint32_t>(v[6]));
-  g.add_u32("llama.embedding_length", static_cast<std::uint32_t>(dim));
-  g.add_u32("llama.block_count", static_cast<std::uint32_t>(n_layers));
-  g.add_u32("llama.feed_forward_length", static_cast<std::uint32_t>(hidden));
-  g.add_u32("llama.attention.head_count", static_cast<std::uint32_t>(n_heads));
-  g.add_u32("llama.attention.head_count_kv", static_cast<std::uint32_t>(n_kv_heads));
-  g.add_u32("llama.rope.dimension_count", static_cast<std::uint32_t>(dim / n_heads));
-  g.add_f32("llama.rope.freq_base", 10000.0f);
-  g.add_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  gguf_add_random_model(g, c, *recipe, static_cast<std::uint64_t>(v[8]));
+  g.add_u32("llama.rope.dimension_count", static_cast<std::uint32_t>(c.head_size()));
   g.add_string("tokenizer.ggml.model", "llama");
   g.add_strings("tokenizer.ggml.tokens", voc.tokens);
   g.add_f32s("tokenizer.ggml.scores", voc.scores);
   g.add_i32s("tokenizer.ggml.token_type", voc.types);
   g.add_u32("tokenizer.ggml.unknown_token_id", 0);
-  g.add_u32("tokenizer.ggml.bos_token_id", 1);
-  g.add_u32("tokenizer.ggml.eos_token_id", 2);
-
-  random_values rnd(static_cast<std::uint64_t>(v[8]));
-  const std::vector<float> ones(dim, 1.0f);
-  auto matrix = [&](const std::string& name, std::uint64_t rows, std::uint64_t cols) {
-    g.add_tensor(name, {cols, rows}, type, rnd.normal(rows * cols));
-  };
-  matrix("token_embd.weight", n_vocab, dim);
-  for (int l = 0; l < n_layers; ++l) {
-    const std::string at = "blk." + std::to_string(l) + ".";
-    g.add_tensor(at + "attn_norm.weight", {dim}, gguf_tensor_type::f32, ones);
-    matrix(at + "attn_q.weight", dim, dim);
-    matrix(at + "attn_k.weight", kv_dim, dim);
-    matrix(at + "attn_v.weight", kv_dim, dim);
-    matrix(at + "attn_output.weight", dim, dim);
-    g.add_tensor(at + "ffn_norm.weight", {dim}, gguf_tensor_type::f32, ones);
-    matrix(at + "ffn_gate.weight", hidden, dim);
-    matrix(at + "ffn_up.weight", hidden, dim);
-    matrix(at + "ffn_down.weight", dim, hidden);
-  }
-  g.add_tensor("output_norm.weight", {dim}, gguf_tensor_type::f32, ones);
-  if (v[7] == 1) matrix("output.weight", n_vocab, dim);
   if (auto written = g.write(argv[1]); !written) {
     std::fprintf(stderr, "make-random-gguf: %s\n", written.error().c_str());
     return 1;
