@@ -14,11 +14,14 @@
 # Results: load-tests/results/quant_vs_llama_cpp-<UTC time>.{jsonl,md} (every measurement, the table).
 #
 # Knobs: ROUNDS (2), STREAMS (16), PROMPT_TOKENS (32), GEN_TOKENS (128), PEER_THREADS (2),
-# PEER_FLASH_ATTN (on), SERVER_QUANTIZE (none: what `serve --quantize` gets), BENCH_FORMATS
+# PEER_FLASH_ATTN (on), PEER_BATCH_WAIT_MS (5: llama_cpp_decode.mjs's wait for every sequence's
+# token before a batch goes out; 0 = node-llama-cpp's own schedule), SERVER_QUANTIZE (none: what `serve --quantize` gets), BENCH_FORMATS
 # (as_loaded|int8: the bench_decode weight formats), QUIET_IDLE (0.85) and QUIET_WAIT_S (60): before
 # each measurement wait up to QUIET_WAIT_S for the CPUs to be that idle over one second. ggml's
 # worker threads spin at barriers, so llama.cpp with 2 threads collapses (to ~1 tok/s on a tiny
 # model) when other processes hold the cores; the idle fraction is recorded with every line.
+# CPUS (unset: all) pins every measured process to those CPUs (taskset -c), e.g. CPUS=0
+# PEER_THREADS=1 compares one core against one core, which stays fair on a busy host.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 shared="${SHARED:-$root/../shared}"
@@ -35,6 +38,7 @@ prompt_tokens="${PROMPT_TOKENS:-32}"
 gen_tokens="${GEN_TOKENS:-128}"
 peer_threads="${PEER_THREADS:-2}"
 peer_fa="${PEER_FLASH_ATTN:-on}"
+peer_batch_wait_ms="${PEER_BATCH_WAIT_MS:-5}"
 server_quantize="${SERVER_QUANTIZE:-none}"
 bench_formats="${BENCH_FORMATS:-as_loaded|int8}"
 quiet_idle="${QUIET_IDLE:-0.85}"
@@ -45,6 +49,14 @@ stamp="$(date -u +%Y%m%dT%H%M%SZ)"
 run="$results/quant_vs_llama_cpp-$stamp.jsonl"
 scratch="$results/quant_vs_llama_cpp-$stamp"
 mkdir -p "$results" "$scratch" "$model_dir"
+pin=()
+if [ -n "${CPUS:-}" ]; then
+  pin=(taskset -c "$CPUS")
+  # server_lib.sh starts "$pagedserve": a wrapper that execs it pinned (same pid).
+  printf '#!/bin/sh\nexec taskset -c %s %s "$@"\n' "$CPUS" "$pagedserve" > "$scratch/pagedserve-pinned"
+  chmod +x "$scratch/pagedserve-pinned"
+  pagedserve="$scratch/pagedserve-pinned"
+fi
 
 # perf.md's shapes: make-random-model's arguments after OUT.
 shape_args() {
@@ -96,8 +108,8 @@ peer_decode() {
   local file="$1" round="$2" sequences="$3"
   wait_quiet
   # shellcheck disable=SC2046
-  node "$peer/llama_cpp_decode.mjs" --model "$path" --threads "$peer_threads" --flash-attn "$peer_fa" \
-    --prompt-tokens "$prompt_tokens" --gen-tokens "$gen_tokens" --sequences "$sequences" \
+  "${pin[@]}" node "$peer/llama_cpp_decode.mjs" --model "$path" --threads "$peer_threads" --flash-attn "$peer_fa" \
+    --prompt-tokens "$prompt_tokens" --gen-tokens "$gen_tokens" --sequences "$sequences" --batch-wait-ms "$peer_batch_wait_ms" \
     | node "$peer/collect.mjs" tag $(tags "$file" "$round") who=llama.cpp | tee -a "$run" | cut -c1-240
 }
 
@@ -105,7 +117,7 @@ peer_decode() {
 engine_decode() {
   local file="$1" round="$2" sequences="$3" out="$scratch/bench-$1-$2-$3.json"
   wait_quiet
-  PAGEDSERVE_DECODE_FILE="$path" "$bench_decode" --benchmark_filter="^decode/file/($bench_formats)/streams:$sequences/" \
+  PAGEDSERVE_DECODE_FILE="$path" "${pin[@]}" "$bench_decode" --benchmark_filter="^decode/file/($bench_formats)/streams:$sequences/" \
     --benchmark_out="$out" --benchmark_out_format=json > "$scratch/bench-$1-$2-$3.txt" 2>&1 \
     || { echo "bench_decode failed:" >&2; tail -5 "$scratch/bench-$1-$2-$3.txt" >&2; return 0; }
   # shellcheck disable=SC2046
@@ -155,7 +167,7 @@ if [ "$#" -eq 0 ]; then
   set -- tinyllama-Q4_K_M tinyllama-Q4_0 s110m-Q8_0 s110m-Q4_0 s110m-Q4_K_M s110m-Q5_K_M s110m-Q6_K s110m-IQ4_XS \
     s110m-F16 s110m-BF16 s110m-F32
 fi
-echo "run: $run (rounds $rounds, streams $streams, prompt $prompt_tokens, gen $gen_tokens, llama.cpp threads $peer_threads, fa $peer_fa, server --quantize $server_quantize)"
+echo "run: $run (rounds $rounds, streams $streams, prompt $prompt_tokens, gen $gen_tokens, llama.cpp threads $peer_threads, fa $peer_fa, server --quantize $server_quantize, CPUs ${CPUS:-all})"
 for name in "$@"; do
   path="$(model_path "$name")"
   [ -n "$path" ] || continue

@@ -15,7 +15,7 @@ import { performance } from "node:perf_hooks";
 import { getLlama, GgmlType, LlamaLogLevel } from "node-llama-cpp";
 
 function parseArgs(argv) {
-  const o = { model: "", threads: 2, promptTokens: 32, genTokens: 128, sequences: [1, 16], flashAttn: true, repeats: 1 };
+  const o = { model: "", threads: 2, promptTokens: 32, genTokens: 128, sequences: [1, 16], flashAttn: true, repeats: 1, batchWaitMs: 5 };
   for (let i = 0; i < argv.length; i += 2) {
     const [k, v] = [argv[i], argv[i + 1]];
     if (v === undefined) throw new Error(`${k} needs a value`);
@@ -26,9 +26,10 @@ function parseArgs(argv) {
     else if (k === "--sequences") o.sequences = v.split(",").map(Number);
     else if (k === "--flash-attn") o.flashAttn = v === "on";
     else if (k === "--repeats") o.repeats = Number(v);
+    else if (k === "--batch-wait-ms") o.batchWaitMs = Number(v);
     else throw new Error(`unknown option ${k}`);
   }
-  if (!o.model) throw new Error("usage: node llama_cpp_decode.mjs --model M.gguf [--threads 2] [--prompt-tokens 32] [--gen-tokens 128] [--sequences 1,16] [--flash-attn on|off] [--repeats 1]");
+  if (!o.model) throw new Error("usage: node llama_cpp_decode.mjs --model M.gguf [--threads 2] [--prompt-tokens 32] [--gen-tokens 128] [--sequences 1,16] [--flash-attn on|off] [--repeats 1] [--batch-wait-ms 5]");
   return o;
 }
 
@@ -66,13 +67,33 @@ function weightBytes(model, fileBytes) {
   return { bytes_per_token: perToken, matrix_ggml_types: types, tied_classifier: tied };
 }
 
+// node-llama-cpp's default schedule dispatches a batch on the next event-loop cycle after the first
+// sequence queues its token; sequences whose sampling (on libuv's pool) finishes later miss it, so
+// 16 sequences decode in several small batches. This one waits (timer ticks, up to waitMs) until
+// every sequence still decoding has queued, as llama-batched-bench's single batch does. It reads
+// the context's queue size, an internal of node-llama-cpp 3.22 (the version the lockfile pins).
+function allQueuedSchedule(getContext, active, waitMs) {
+  return (dispatch) => {
+    const start = performance.now();
+    const check = () => {
+      const queued = getContext()?._queuedDecodeSequenceIds?.size ?? 0;
+      if (queued >= active() || performance.now() - start >= waitMs) dispatch();
+      else setTimeout(check, 0);
+    };
+    check();
+  };
+}
+
 // Greedy decode of `sequences` sequences at once; returns the measurement.
 async function decode(model, o, sequences, vocab) {
-  const context = await model.createContext({
+  let context = null, decoding = sequences;
+  context = await model.createContext({
     sequences,
     contextSize: o.promptTokens + o.genTokens + 16,
     threads: o.threads,
     flashAttention: o.flashAttn,
+    ...(o.batchWaitMs > 0 && sequences > 1
+      ? { batching: { dispatchSchedule: allQueuedSchedule(() => context, () => decoding, o.batchWaitMs) } } : {}),
   });
   const seqs = Array.from({ length: sequences }, () => context.getSequence());
   // Warm-up: a few tokens on every sequence (pages the mapped weights in, sizes the buffers).
@@ -81,6 +102,7 @@ async function decode(model, o, sequences, vocab) {
     for await (const _ of s.evaluate(prompt(8, 1000 + i, vocab), { temperature: 0, yieldEogToken: true })) if (++n >= 4) break;
     await s.clearHistory();
   }));
+  decoding = sequences;
   const results = [];
   for (let r = 0; r < o.repeats; ++r) {
     const start = performance.now();
@@ -90,7 +112,9 @@ async function decode(model, o, sequences, vocab) {
         times[i].push(performance.now());
         if (times[i].length >= o.genTokens) break;
       }
+      --decoding;
     }));
+    decoding = sequences;
     const allFirst = Math.max(...times.map((t) => t[0]));
     const firstDone = Math.min(...times.map((t) => t[t.length - 1]));
     const inWindow = times.reduce((n, t) => n + t.filter((x) => x > allFirst && x <= firstDone).length, 0);
@@ -111,6 +135,7 @@ async function decode(model, o, sequences, vocab) {
     gen_tokens: o.genTokens,
     context_cells: context.contextSize * sequences,
     flash_attn: o.flashAttn,
+    batch_wait_ms: sequences > 1 ? o.batchWaitMs : 0,
     threads: context.currentThreads,
     decode_tok_s: Math.max(...results.map((x) => x.decode_tok_s)),
     prompt_tok_s: Math.max(...results.map((x) => x.prompt_tok_s)),
