@@ -14,7 +14,7 @@
 # Results: load-tests/results/quant_vs_llama_cpp-<UTC time>.{jsonl,md} (every measurement, the table).
 #
 # Knobs: ROUNDS (2), STREAMS (16), PROMPT_TOKENS (32), GEN_TOKENS (128), PEER_THREADS (2),
-# PEER_FLASH_ATTN (on), PEER_BATCH_WAIT_MS (5: llama_cpp_decode.mjs's wait for every sequence's
+X
 # token before a batch goes out; 0 = node-llama-cpp's own schedule), SERVER_QUANTIZE (none: what `serve --quantize` gets), BENCH_FORMATS
 # (as_loaded|int8: the bench_decode weight formats), QUIET_IDLE (0.85) and QUIET_WAIT_S (60): before
 # each measurement wait up to QUIET_WAIT_S for the CPUs to be that idle over one second. ggml's
@@ -38,7 +38,7 @@ prompt_tokens="${PROMPT_TOKENS:-32}"
 gen_tokens="${GEN_TOKENS:-128}"
 peer_threads="${PEER_THREADS:-2}"
 peer_fa="${PEER_FLASH_ATTN:-on}"
-peer_batch_wait_ms="${PEER_BATCH_WAIT_MS:-5}"
+peer_batch_wait_ms="${PEER_BATCH_WAIT_MS:-0}"
 server_quantize="${SERVER_QUANTIZE:-none}"
 bench_formats="${BENCH_FORMATS:-as_loaded|int8}"
 quiet_idle="${QUIET_IDLE:-0.85}"

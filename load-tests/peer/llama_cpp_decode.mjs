@@ -15,7 +15,7 @@ import { performance } from "node:perf_hooks";
 import { getLlama, GgmlType, LlamaLogLevel } from "node-llama-cpp";
 
 function parseArgs(argv) {
-  const o = { model: "", threads: 2, promptTokens: 32, genTokens: 128, sequences: [1, 16], flashAttn: true, repeats: 1, batchWaitMs: 5 };
+  const o = { model: "", threads: 2, promptTokens: 32, genTokens: 128, sequences: [1, 16], flashAttn: true, repeats: 1, batchWaitMs: 0 };
   for (let i = 0; i < argv.length; i += 2) {
     const [k, v] = [argv[i], argv[i + 1]];
     if (v === undefined) throw new Error(`${k} needs a value`);
@@ -29,7 +29,7 @@ function parseArgs(argv) {
     else if (k === "--batch-wait-ms") o.batchWaitMs = Number(v);
     else throw new Error(`unknown option ${k}`);
   }
-  if (!o.model) throw new Error("usage: node llama_cpp_decode.mjs --model M.gguf [--threads 2] [--prompt-tokens 32] [--gen-tokens 128] [--sequences 1,16] [--flash-attn on|off] [--repeats 1] [--batch-wait-ms 5]");
+  if (!o.model) throw new Error("usage: node llama_cpp_decode.mjs --model M.gguf [--threads 2] [--prompt-tokens 32] [--gen-tokens 128] [--sequences 1,16] [--flash-attn on|off] [--repeats 1] [--batch-wait-ms 0]");
   return o;
 }
 
@@ -68,10 +68,11 @@ function weightBytes(model, fileBytes) {
 }
 
 // node-llama-cpp's default schedule dispatches a batch on the next event-loop cycle after the first
-// sequence queues its token; sequences whose sampling (on libuv's pool) finishes later miss it, so
-// 16 sequences decode in several small batches. This one waits (timer ticks, up to waitMs) until
-// every sequence still decoding has queued, as llama-batched-bench's single batch does. It reads
-// the context's queue size, an internal of node-llama-cpp 3.22 (the version the lockfile pins).
+// sequence queues its token, so a sequence whose sampling finishes later could miss it. This one
+// (--batch-wait-ms N) waits up to N ms until every sequence still decoding has queued, as
+// llama-batched-bench's single batch does; on 2026-11-25 it measured the same as the default
+// (tinyllama Q4_0, 16 sequences: 28 vs 30 tok/s), so it is off by default. It reads the context's
+// queue size, an internal of node-llama-cpp 3.22 (the version the lockfile pins).
 function allQueuedSchedule(getContext, active, waitMs) {
   return (dispatch) => {
     const start = performance.now();
