@@ -9,6 +9,8 @@
 //   ./build/load-tests/bench_decode --benchmark_filter=s110m/int8
 //   ./build/load-tests/bench_decode --benchmark_filter=tinyllama   # writes $PAGEDSERVE_TINYLLAMA
 //                                                                  # (/tmp/tinyllama.bin, 4.4 GB) once
+//   PAGEDSERVE_DECODE_FILE=M.gguf ./build/load-tests/bench_decode --benchmark_filter=file/
+//       # any model file (model_load_any), as loaded and as int8, 1 and 16 streams (quant_vs_llama_cpp.sh)
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -21,6 +23,7 @@
 #include "bench_decoder.hpp"
 #include "membw.hpp"
 #include "pagedserve/model.hpp"
+#include "pagedserve/model_load.hpp"
 
 namespace {
 
@@ -67,16 +70,16 @@ std::expected<std::shared_ptr<const model>, std::string> model_converted(const s
   static std::shared_ptr<const model> last;
   if (last && last_shape == &s && last_format == format) return last;
   last.reset();  // free the previous one first: tinyllama's copies do not all fit twice
-  auto loaded = llama2c_model_load(s.checkpoint);
+  model_load_options options;
+  options.weights = format;  // converted while loading: no second copy of a dequantized file
+  auto loaded = model_load_any(s.checkpoint, options);
   if (!loaded) return std::unexpected(loaded.error());
-  auto m = std::make_shared<model>(**loaded);
-  model_convert_weights(*m, format);
-  last_shape = &s, last_format = format, last = std::move(m);
+  last_shape = &s, last_format = format, last = std::move(*loaded);
   return last;
 }
 
 void bench_decode(benchmark::State& state, const shape* s, weight_format format, int streams) {
-  if (!checkpoint_ensure(*s)) {
+  if (s->config.dim > 0 && !checkpoint_ensure(*s)) {
     state.SkipWithError("cannot write the checkpoint");
     return;
   }
@@ -123,6 +126,11 @@ int main(int argc, char** argv) {
                               std::pair{"int8", weight_format::int8}})
     for (int streams : {1, 16, 64}) register_decode(small, name, format, streams);
   for (int streams : {1, 16}) register_decode(large, "int8", weight_format::int8, streams);
+  // A given file (its shape comes from the file, so config.dim stays 0 and nothing is written).
+  static const shape file{"file", model_config{}, path_from_env("PAGEDSERVE_DECODE_FILE", "")};
+  if (!file.checkpoint.empty())
+    for (auto [name, format] : {std::pair{"as_loaded", weight_format::as_stored}, std::pair{"int8", weight_format::int8}})
+      for (int streams : {1, 16}) register_decode(file, name, format, streams);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
