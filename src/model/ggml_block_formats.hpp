@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/block_formats.hpp"
 #include "pagedserve/weight.hpp"
 
 // Bit-identical decoding needs every product rounded on its own, as ggml's x86 build does: no fused
@@ -57,23 +58,9 @@ inline int nearest_in(float v, int lo, int hi) {
   return static_cast<int>(nearest_level(v, static_cast<float>(lo), static_cast<float>(hi)));
 }
 
-// IQ4_NL's and IQ4_XS's 16 levels (ggml's kvalues_iq4nl): a weight is d * level[nibble].
-inline constexpr std::int8_t iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                               1,    13,   25,  38,  53,  69,  89,  113};
-
-// K-quants' 12-byte packing of eight 6-bit scales and eight 6-bit mins (q4_K, q5_K): sub-block
-// j < 4 keeps its scale and min in the low 6 bits of bytes j and j + 4; j >= 4 keeps their low 4 bits
-// in byte j + 4 (scale low nibble, min high nibble) and their top 2 bits in the top bits of bytes
-// j - 4 (scale) and j (min).
-inline void k_scale_min(const std::uint8_t* s, int j, std::uint8_t& scale, std::uint8_t& min) {
-  if (j < 4) {
-    scale = s[j] & 63;
-    min = s[j + 4] & 63;
-  } else {
-    scale = static_cast<std::uint8_t>((s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4));
-    min = static_cast<std::uint8_t>((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
-  }
-}
+// IQ4's level table and the K-quants' 12-byte scale/min packing are the kernels' (one definition).
+using kernels::iq4_levels;
+using kernels::k4_scale_min;
 
 // ---- The scale searches (ggml_block_fits.cpp) ----
 

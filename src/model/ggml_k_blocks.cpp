@@ -60,7 +60,7 @@ void dequantize_q3_k(float* __restrict out, const std::byte* __restrict blocks, 
   }
 }
 
-// q4_K (144 bytes): d, dmin, scales[12] (k_scale_min), qs[128]. Weights 64p + l (l < 32) are the low
+// q4_K (144 bytes): d, dmin, scales[12] (k4_scale_min), qs[128]. Weights 64p + l (l < 32) are the low
 // nibbles of qs[32p + l] (sub-block 2p), weights 64p + 32 + l their high nibbles (sub-block 2p + 1).
 void dequantize_q4_k(float* __restrict out, const std::byte* __restrict blocks, std::size_t n_blocks) {
   for (std::size_t i = 0; i < n_blocks; ++i, blocks += 144) {
@@ -68,10 +68,10 @@ void dequantize_q4_k(float* __restrict out, const std::byte* __restrict blocks, 
     const auto* qs = scales + 12;
     const float d = load_f16(blocks), dmin = load_f16(blocks + 2);
     for (int p = 0; p < 4; ++p, qs += 32, out += 64) {
-      std::uint8_t sc, mn;
-      k_scale_min(scales, 2 * p, sc, mn);
+      int sc, mn;
+      k4_scale_min(scales, 2 * p, &sc, &mn);
       const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(mn);
-      k_scale_min(scales, 2 * p + 1, sc, mn);
+      k4_scale_min(scales, 2 * p + 1, &sc, &mn);
       const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(mn);
       for (int l = 0; l < 32; ++l) out[l] = d1 * static_cast<float>(qs[l] & 0x0f) - m1;
       for (int l = 0; l < 32; ++l) out[32 + l] = d2 * static_cast<float>(qs[l] >> 4) - m2;
@@ -88,10 +88,10 @@ void dequantize_q5_k(float* __restrict out, const std::byte* __restrict blocks, 
     const auto* qs = qh + 32;
     const float d = load_f16(blocks), dmin = load_f16(blocks + 2);
     for (int p = 0; p < 4; ++p, qs += 32, out += 64) {
-      std::uint8_t sc, mn;
-      k_scale_min(scales, 2 * p, sc, mn);
+      int sc, mn;
+      k4_scale_min(scales, 2 * p, &sc, &mn);
       const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(mn);
-      k_scale_min(scales, 2 * p + 1, sc, mn);
+      k4_scale_min(scales, 2 * p + 1, &sc, &mn);
       const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(mn);
       for (int l = 0; l < 32; ++l)
         out[l] = d1 * static_cast<float>((qs[l] & 0x0f) | (((qh[l] >> (2 * p)) & 1) << 4)) - m1;

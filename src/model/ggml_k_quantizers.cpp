@@ -45,7 +45,7 @@ void pack_crumbs(std::uint8_t* qs, const std::uint8_t* l) {
     }
 }
 
-// q4_K and q5_K's 12-byte scale/min packing (the inverse of k_scale_min).
+// q4_K and q5_K's 12-byte scale/min packing (the inverse of k4_scale_min).
 void pack_k_scales(std::uint8_t* s, const std::uint8_t* scale, const std::uint8_t* min) {
   for (int j = 0; j < 4; ++j) {
     s[j] = static_cast<std::uint8_t>(scale[j] | ((scale[j + 4] >> 4) << 6));
