@@ -6,6 +6,9 @@
 #   tok/s (loadgen over WebSocket, 101-token prompts, 64 output tokens, ignore_eos), and the limit
 #   bandwidth / active bytes per token (decode-limit, measured in the same run).
 #   load-tests/moe_full_size.sh            # MODEL_DIR=/work/models-scratch, LEVELS=1,16
+# PROMPT_TOKENS, MAX_TOKENS and NUM_REQUESTS (per level) override the workload. The synthetic vocabulary
+# is bytes plus filler words, so the server splits a prompt into about 4x loadgen's token count (prefill
+# dominates a run: TTFT, not decode); decode tok/s is TPOT/ITL.
 # Results: load-tests/results/qwen3moe-30b-a3b-ws.json and a summary line on stdout.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -32,8 +35,8 @@ rss_kib="$(awk '/VmRSS/ {print $2}' "/proc/$server/status")"
 echo "RSS after load: $((rss_kib / 1024)) MiB (model file $(( $(stat -c %s "$model") / 1048576 )) MiB)"
 grep -o 'model weights: [^)]*)' "$results/$name-server.log" || true
 
-"$loadgen" --target "ws://127.0.0.1:$port/v1/ws" --concurrency "$levels" --prompt-tokens 101 --max-tokens 64 \
-  --ignore-eos --tokenizer "$shared/models/tokenizer.bin" --label "pagedserve $name ws" \
+"$loadgen" --target "ws://127.0.0.1:$port/v1/ws" --concurrency "$levels" --prompt-tokens "${PROMPT_TOKENS:-101}" \
+  --max-tokens "${MAX_TOKENS:-64}" ${NUM_REQUESTS:+--num-requests "$NUM_REQUESTS"} --ignore-eos --tokenizer "$shared/models/tokenizer.bin" --label "pagedserve $name ws" \
   --out "$results/$name-ws.json"
 rss_kib="$(awk '/VmRSS/ {print $2}' "/proc/$server/status")"
 echo "RSS after the run: $((rss_kib / 1024)) MiB"

@@ -100,11 +100,12 @@ TEST_P(gpt2_architecture, gguf_logits_match_the_scalar_reference) {
     if (quantized && (s.dim % 32 != 0 || s.hidden() % 32 != 0)) continue;  // 32-wide blocks along each row
     const auto path = test::temp_dir(s.name + ".gguf");
     test::write_gpt2_gguf(path, s, tensors, type);
-    auto m = model_load_any(path);
+    // Quantized files dequantized exactly (--quantize f32): the fp32 reference over the stored values.
+    auto m = model_load_any(path, {.weights = quantized ? weight_format::f32 : weight_format::as_stored});
     ASSERT_TRUE(m.has_value()) << m.error();
     EXPECT_EQ((*m)->config.architecture, "gpt2");
     EXPECT_EQ((*m)->config.positions, position_kind::learned);
-    EXPECT_EQ((*m)->layers[0].wq.type, *dtype_of_ggml_type(static_cast<std::uint32_t>(type)));
+    EXPECT_EQ((*m)->layers[0].wq.type, quantized ? dtype::f32 : *dtype_of_ggml_type(static_cast<std::uint32_t>(type)));
     const auto stored = test::gpt2_gguf_stored_values(tensors, type);  // exactly what the file holds
     const test::gpt2_reference ref(s, stored);
     for (const kernels::kernel_table* kt : kernels::kernel_tables_supported()) {
