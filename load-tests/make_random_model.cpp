@@ -5,8 +5,11 @@
 // SentencePiece vocabulary so the server can load and serve it (Qwen3-30B-A3B's shape as Q4_K_M, 17 GB,
 // written as it is generated: load-tests/moe_full_size.sh):
 //   make-random-model --gguf q30b.gguf qwen3moe Q4_K_M 2048 6144 48 32 4 128 151936 40960 128 8 768 1 1
+// or with a llama2.c tokenizer.bin's vocabulary instead (a trailing path), so llama.cpp loads the same
+// file beside pagedserve (load-tests/quant_vs_llama_cpp.sh).
 #include <charconv>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,13 +47,47 @@ void add_synthetic_tokenizer(pagedserve::gguf_writer& w, int vocab_size) {
   w.add_bool("tokenizer.ggml.add_bos_token", true);
 }
 
+// llama2.c's tokenizer.bin (i32 max_token_length, then per token f32 score, i32 length, bytes) as a GGUF
+// SentencePiece vocabulary of its first vocab_size tokens; false when the file has fewer.
+bool add_llama2c_tokenizer(pagedserve::gguf_writer& w, const char* path, int vocab_size) {
+  std::ifstream in(path, std::ios::binary);
+  std::int32_t max_len = 0;
+  if (!in.read(reinterpret_cast<char*>(&max_len), 4)) return false;
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<std::int32_t> types;  // llama.cpp's: 1 normal, 2 unknown, 3 control, 6 byte
+  for (int i = 0; i < vocab_size; ++i) {
+    float score = 0;
+    std::int32_t len = 0;
+    if (!in.read(reinterpret_cast<char*>(&score), 4) || !in.read(reinterpret_cast<char*>(&len), 4) || len < 0 || len > 1024)
+      return false;
+    std::string piece(static_cast<std::size_t>(len), '\0');
+    if (!in.read(piece.data(), len)) return false;
+    // llama2.c's export turned SentencePiece's U+2581 into spaces; a GGUF vocabulary keeps U+2581.
+    std::string spm;
+    for (char ch : piece) spm += ch == ' ' ? std::string("\u2581") : std::string(1, ch);
+    const bool byte = spm.size() == 6 && spm.starts_with("<0x") && spm.back() == '>';
+    types.push_back(i == 0 ? 2 : (i == 1 || i == 2) ? 3 : byte ? 6 : 1);
+    tokens.push_back(i == 0 ? "<unk>" : i == 1 ? "<s>" : i == 2 ? "</s>" : spm);
+    scores.push_back(score);
+  }
+  w.add_string("tokenizer.ggml.model", "llama");
+  w.add_strings("tokenizer.ggml.tokens", tokens);
+  w.add_f32s("tokenizer.ggml.scores", scores);
+  w.add_i32s("tokenizer.ggml.token_type", types);
+  w.add_u32("tokenizer.ggml.unknown_token_id", 0);
+  w.add_bool("tokenizer.ggml.add_bos_token", true);
+  return true;
+}
+
 int gguf_main(int argc, char** argv) {
   static const char* names[] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "head_dim", "vocab_size",
                                 "seq_len", "n_experts", "n_experts_used", "expert_hidden_dim", "untied", "seed"};
-  if (argc != 18) {
+  if (argc != 18 && argc != 19) {
     std::fprintf(stderr,
                  "usage: make-random-model --gguf OUT ARCH RECIPE dim hidden_dim n_layers n_heads n_kv_heads head_dim\n"
-                 "                         vocab_size seq_len n_experts n_experts_used expert_hidden_dim untied seed\n"
+                 "                         vocab_size seq_len n_experts n_experts_used expert_hidden_dim untied seed [TOKENIZER.bin]\n"
+                 "  TOKENIZER.bin: a llama2.c vocabulary to embed (default: bytes plus synthetic words)\n"
                  "  ARCH: llama, qwen3 or qwen3moe; RECIPE: Q4_K_M, Q5_K_M, Q6_K, Q4_0, Q8_0, IQ4_XS, pure:Q4_K ...\n"
                  "  e.g. (Qwen3-30B-A3B) make-random-model --gguf q30b.gguf qwen3moe Q4_K_M 2048 6144 48 32 4 128 151936 40960 128 8 768 1 1\n");
     return 2;
@@ -87,7 +124,14 @@ int gguf_main(int argc, char** argv) {
   }
   pagedserve::gguf_writer w;
   pagedserve::gguf_add_random_model(w, c, *recipe, static_cast<std::uint64_t>(v[12]));
-  add_synthetic_tokenizer(w, c.vocab_size);
+  if (argc == 19) {
+    if (!add_llama2c_tokenizer(w, argv[18], c.vocab_size)) {
+      std::fprintf(stderr, "make-random-model: cannot read %d tokens from %s\n", c.vocab_size, argv[18]);
+      return 1;
+    }
+  } else {
+    add_synthetic_tokenizer(w, c.vocab_size);
+  }
   if (auto written = w.write(argv[2]); !written) {
     std::fprintf(stderr, "make-random-model: %s\n", written.error().c_str());
     return 1;

@@ -9,7 +9,7 @@
 #   load-tests/quant_vs_llama_cpp.sh                         # the default files below
 #   load-tests/quant_vs_llama_cpp.sh s110m-Q8_0 tinyllama-Q4_0 /path/any.gguf
 # A name SHAPE-TYPE (shapes s110m, tinyllama; TYPE any llama-quantize type or mix that
-# build/make-random-gguf writes: Q4_K_M, Q4_0, Q8_0, F16, IQ4_XS, pure:q4_K ...) is written once to
+# build/make-random-model --gguf writes: Q4_K_M, Q4_0, Q8_0, F16, IQ4_XS, pure:q4_K ...) is written once to
 # $MODEL_DIR (default /work/models-scratch, never into git); a path is used as is.
 # Results: load-tests/results/quant_vs_llama_cpp-<UTC time>.{jsonl,md} (every measurement, the table).
 #
@@ -29,7 +29,7 @@ build="${BUILD:-$root/build}"
 pagedserve="${PAGEDSERVE:-$build/pagedserve}"
 loadgen="${LOADGEN:-$build/loadgen}"
 bench_decode="${BENCH_DECODE:-$build/load-tests/bench_decode}"
-make_gguf="${MAKE_GGUF:-$build/make-random-gguf}"
+make_model="${MAKE_MODEL:-$build/make-random-model}"
 model_dir="${MODEL_DIR:-/work/models-scratch}"
 tokenizer="$shared/models/tokenizer.bin"
 rounds="${ROUNDS:-2}"
@@ -58,11 +58,12 @@ if [ -n "${CPUS:-}" ]; then
   pagedserve="$scratch/pagedserve-pinned"
 fi
 
-# perf.md's shapes: make-random-model's arguments after OUT.
+# perf.md's shapes as make-random-model --gguf's arguments after RECIPE (dim hidden_dim n_layers n_heads
+# n_kv_heads head_dim vocab_size seq_len n_experts n_experts_used expert_hidden_dim untied seed).
 shape_args() {
   case "$1" in
-    s110m) echo "768 2048 12 12 12 32000 1024 0 1" ;;
-    tinyllama) echo "2048 5632 22 32 4 32000 2048 1 2" ;;
+    s110m) echo "768 2048 12 12 12 0 32000 1024 0 0 0 0 1" ;;
+    tinyllama) echo "2048 5632 22 32 4 0 32000 2048 0 0 0 1 2" ;;
     *) return 1 ;;
   esac
 }
@@ -76,7 +77,7 @@ model_path() {
   if [ ! -f "$path" ]; then
     echo "writing $path ..." >&2
     # shellcheck disable=SC2086
-    "$make_gguf" "$path.part" "$type" "$tokenizer" $args >&2 || { rm -f "$path.part"; echo "skip $name: no writer for $type" >&2; return; }
+    "$make_model" --gguf "$path.part" llama "$type" $args "$tokenizer" >&2 || { rm -f "$path.part"; echo "skip $name: no writer for $type" >&2; return; }
     mv "$path.part" "$path"
   fi
   echo "$path"
@@ -155,8 +156,8 @@ server_decode() {
   stop_server
 }
 
-for tool in "$pagedserve" "$loadgen" "$bench_decode" "$make_gguf"; do
-  [ -x "$tool" ] || { echo "missing $tool: ninja -C build pagedserve loadgen bench_decode make-random-gguf" >&2; exit 1; }
+for tool in "$pagedserve" "$loadgen" "$bench_decode" "$make_model"; do
+  [ -x "$tool" ] || { echo "missing $tool: ninja -C build pagedserve loadgen bench_decode make-random-model" >&2; exit 1; }
 done
 # The peer's packages, exactly as locked (never at server start): npm ci when node_modules is stale.
 if [ ! -d "$peer/node_modules/node-llama-cpp" ] || [ "$peer/package-lock.json" -nt "$peer/node_modules/.package-lock.json" ]; then

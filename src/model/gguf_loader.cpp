@@ -9,6 +9,7 @@
 #include "model/ps_try.hpp"
 #include "pagedserve/ggml_blocks.hpp"
 #include "pagedserve/gguf_model.hpp"
+#include "pagedserve/mapped_file.hpp"
 
 namespace pagedserve {
 namespace {
@@ -337,6 +338,25 @@ void read_generation(const gguf_file& f, generation_defaults& g) {
 
 }  // namespace
 
+namespace {
+
+// The weights are used in place: read their pages in now rather than one fault at a time while serving.
+void prefault_tensors(const gguf_file& file) {
+  const std::byte* begin = nullptr;
+  const std::byte* end = nullptr;
+  for (const auto& t : file.tensors()) {
+    if (!t.data || !t.n_bytes) continue;
+    begin = begin ? std::min(begin, t.data) : t.data;
+    end = std::max(end, t.data + *t.n_bytes);
+  }
+  if (!begin) return;
+  load_phase phase("reading the weights into memory");
+  prefault_pages({begin, end});
+  phase.finish(fmt::format("read {} of weights into memory", bytes_text(static_cast<std::uint64_t>(end - begin))));
+}
+
+}  // namespace
+
 std::expected<std::shared_ptr<const model>, std::string> gguf_model_from(const gguf_file& file,
                                                                          const model_load_options& options) {
   auto arch = read_config(file);
@@ -354,6 +374,7 @@ std::expected<std::shared_ptr<const model>, std::string> gguf_model_from(const g
                                    file.tensors().size(), m->config.architecture, m->config.n_layers, m->config.dim));
   model_convert_weights(*m, options.weights, options.progress);
   if (auto r = model_check(*m); !r) return std::unexpected(file.name() + ": " + r.error());
+  if (options.weights == weight_format::as_stored) prefault_tensors(file);
   spdlog::info("model weights: {} ({} of them in buffers of our own, the rest mapped from the file)",
                bytes_text(model_weight_bytes(*m)), bytes_text(m->owned_bytes));
   return m;

@@ -312,7 +312,9 @@ void http_session::serve_tokenize(const request& req) {
 }
 
 void http_session::serve_detokenize(const request& req) {
-  auto parsed = openai::parse_detokenize_request(req.body(), {.vocab_size = engine_->vocabulary().vocab_size()});
+  openai::parse_limits limits;
+  limits.vocab_size = engine_->vocabulary().vocab_size();
+  auto parsed = openai::parse_detokenize_request(req.body(), limits);
   if (!parsed) return respond_error(parsed.error());
   if (!model_known(parsed->model))
     return respond_error({404, "The model '" + parsed->model + "' does not exist", "invalid_request_error", "model",

@@ -82,9 +82,10 @@ TEST_P(gguf_architecture, logits_match_the_scalar_reference) {
     EXPECT_EQ((*m)->config.rope, s.architecture == "LlamaForCausalLM" ? kernels::rope_style::interleaved
                                                                        : kernels::rope_style::neox);
     EXPECT_EQ((*m)->layers[0].wq.type, quantized ? dtype::f32 : *dtype_of_ggml_type(static_cast<std::uint32_t>(type)));
-    if (quantized)
+    if (quantized) {
       EXPECT_EQ(model_load_any(path).value()->layers[0].wq.type, *dtype_of_ggml_type(static_cast<std::uint32_t>(type)))
           << "kept as stored by default";
+    }
 
     const auto stored = test::gguf_stored_values(tensors, type);
     const test::hf_reference ref(s, stored);
