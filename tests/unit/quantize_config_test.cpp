@@ -32,7 +32,7 @@ TEST(quantize_option, config_file_sets_it_and_validation_names_the_choices) {
   bad.model.quantize = "q4_0";
   const auto errors = config_validate(bad);
   ASSERT_EQ(errors.size(), 1u);
-  EXPECT_EQ(errors[0], "model.quantize must be none, f32, bf16 or int8 (got 'q4_0')");
+  EXPECT_EQ(errors[0], "model.quantize must be none, f32, bf16, int8 or int4 (got 'q4_0')");
 }
 
 TEST(quantize_option, serve_and_generate_take_the_flag) {
@@ -42,7 +42,10 @@ TEST(quantize_option, serve_and_generate_take_the_flag) {
   const auto gen = parse({"generate", "--model", "m.bin", "--prompt", "hi", "--quantize", "bf16"});
   ASSERT_TRUE(gen.has_value()) << gen.error().front();
   EXPECT_EQ(gen->settings.model.quantize, "bf16");
-  const auto bad = parse({"serve", "--quantize", "int4"});
+  const auto int4 = parse({"serve", "--quantize", "int4"});
+  ASSERT_TRUE(int4.has_value()) << int4.error().front();
+  EXPECT_EQ(int4->settings.model.quantize, "int4");
+  const auto bad = parse({"serve", "--quantize", "int3"});
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.error().front().find("model.quantize"), std::string::npos);
 }
@@ -52,6 +55,7 @@ TEST(quantize_option, names_map_to_weight_formats) {
   EXPECT_EQ(weight_format_parse("f32"), weight_format::f32);
   EXPECT_EQ(weight_format_parse("bf16"), weight_format::bf16);
   EXPECT_EQ(weight_format_parse("int8"), weight_format::int8);
+  EXPECT_EQ(weight_format_parse("int4"), weight_format::int4);
   EXPECT_EQ(weight_format_parse("INT8"), std::nullopt);
   EXPECT_EQ(weight_format_parse(""), std::nullopt);
 }
