@@ -14,7 +14,7 @@
 # Results: load-tests/results/quant_vs_llama_cpp-<UTC time>.{jsonl,md} (every measurement, the table).
 #
 # Knobs: ROUNDS (2), STREAMS (16), PROMPT_TOKENS (32), GEN_TOKENS (128), PEER_THREADS (2),
-X
+# PEER_BATCH_WAIT_MS (0: how long llama_cpp_decode.mjs waits for every sequence's next
 # token before a batch goes out; 0 = node-llama-cpp's own schedule), SERVER_QUANTIZE (none: what `serve --quantize` gets), BENCH_FORMATS
 # (as_loaded|int8: the bench_decode weight formats), QUIET_IDLE (0.85) and QUIET_WAIT_S (60): before
 # each measurement wait up to QUIET_WAIT_S for the CPUs to be that idle over one second. ggml's
@@ -159,9 +159,11 @@ server_decode() {
 for tool in "$pagedserve" "$loadgen" "$bench_decode" "$make_model"; do
   [ -x "$tool" ] || { echo "missing $tool: ninja -C build pagedserve loadgen bench_decode make-random-model" >&2; exit 1; }
 done
-# The peer's packages, exactly as locked (never at server start): npm ci when node_modules is stale.
+# The peer's packages at the locked versions (never at server start), when node_modules is stale. npm
+# install, not npm ci: node-llama-cpp's other platforms' optional packages cannot enter the lock where
+# the registry mirror lacks them, and npm ci refuses a lock without them.
 if [ ! -d "$peer/node_modules/node-llama-cpp" ] || [ "$peer/package-lock.json" -nt "$peer/node_modules/.package-lock.json" ]; then
-  (cd "$peer" && npm ci --omit=optional --ignore-scripts --no-audit --no-fund)
+  (cd "$peer" && npm install --omit=optional --ignore-scripts --no-audit --no-fund)
 fi
 
 if [ "$#" -eq 0 ]; then
