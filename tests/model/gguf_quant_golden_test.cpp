@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "model/prefill_logits.hpp"
 #include "pagedserve/forward.hpp"
 #include "pagedserve/ggml_blocks.hpp"
 #include "pagedserve/gguf_model.hpp"
@@ -68,39 +69,16 @@ const golden& golden_load() {
   return g;
 }
 
-// Logits at every position of one prefill of ids: [position][vocab].
-std::vector<std::vector<float>> teacher_forced(const model& m, const kernels::kernel_table& kt,
-                                               const std::vector<token_id>& ids) {
-  const model_config& c = m.config;
-  constexpr int block_size = 16;
-  const int n = static_cast<int>(ids.size());
-  kv_cache cache(c.n_layers, (n + block_size - 1) / block_size, block_size, c.n_kv_heads, c.head_size());
-  forward_pass forward(m, kt, n);
-  step_batch b;
-  b.tokens = ids;
-  b.seq_block_offset = {0};
-  for (int p = 0; p < n; ++p) {
-    b.positions.push_back(p);
-    b.seq_of_token.push_back(0);
-    b.slots.push_back(p);
-    b.logits_rows.push_back(p);
-    if (p % block_size == 0) b.block_tables.push_back(p / block_size);
-  }
-  const float* logits = forward.run(b, cache);
-  std::vector<std::vector<float>> out(n);
-  for (int p = 0; p < n; ++p) out[p].assign(logits + static_cast<std::size_t>(p) * c.vocab_size, logits + (p + 1) * c.vocab_size);
-  return out;
-}
-
 // Largest |got - want| over every prompt, position and logit.
 double worst_error(const model& m, const kernels::kernel_table& kt, const golden& g,
                    const std::vector<std::vector<std::vector<float>>>& want) {
   double worst = 0;
   for (std::size_t p = 0; p < g.prompts.size(); ++p) {
-    const auto got = teacher_forced(m, kt, g.prompts[p]);
-    for (std::size_t i = 0; i < got.size(); ++i)
-      for (std::size_t v = 0; v < got[i].size(); ++v)
-        worst = std::max(worst, static_cast<double>(std::abs(got[i][v] - want[p][i][v])));
+    const auto got = test::prefill_logits(m, kt, g.prompts[p]);
+    const std::size_t vocab = static_cast<std::size_t>(m.config.vocab_size);
+    for (std::size_t i = 0; i < want[p].size(); ++i)
+      for (std::size_t v = 0; v < vocab; ++v)
+        worst = std::max(worst, static_cast<double>(std::abs(got[i * vocab + v] - want[p][i][v])));
   }
   return worst;
 }

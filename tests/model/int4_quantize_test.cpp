@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 
+#include "model/prefill_logits.hpp"
 #include "pagedserve/forward.hpp"
 #include "pagedserve/ggml_blocks.hpp"
 #include "pagedserve/gguf_model.hpp"
@@ -21,25 +22,6 @@ namespace {
 
 const std::vector<token_id> prompt = {1, 310, 2, 45, 77, 500, 13, 13, 260, 31, 99, 400, 7, 150, 250, 3,
                                       88, 1, 301, 42, 17, 222, 190, 5, 64, 128, 256, 300, 311, 12, 470, 9};
-
-std::vector<float> prefill_logits(const model& m, const kernels::kernel_table& kt) {
-  const model_config& c = m.config;
-  const int n = static_cast<int>(prompt.size());
-  kv_cache cache(c.n_layers, (n + 15) / 16, 16, c.n_kv_heads, c.head_size());
-  forward_pass forward(m, kt, n);
-  step_batch b;
-  b.tokens = prompt;
-  b.seq_block_offset = {0};
-  for (int p = 0; p < n; ++p) {
-    b.positions.push_back(p);
-    b.seq_of_token.push_back(0);
-    b.slots.push_back(p);
-    b.logits_rows.push_back(p);
-    if (p % 16 == 0) b.block_tables.push_back(p / 16);
-  }
-  const float* logits = forward.run(b, cache);
-  return {logits, logits + static_cast<std::size_t>(n) * c.vocab_size};
-}
 
 // w re-stored as type t row by row (what model_convert_weights does for int4's type).
 weight quantized(model& m, const weight& w, dtype t) {
@@ -88,7 +70,7 @@ TEST(int4_quantize, candidates_measured_and_the_chosen_one_stays_close_to_fp32) 
   const auto fp32 = golden_fp32();
   ASSERT_TRUE(fp32);
   const kernels::kernel_table& kt = *kernels::kernel_table_select();
-  const auto want = prefill_logits(*fp32, kt);
+  const auto want = test::prefill_logits(*fp32, kt, prompt);
   double logit_rms = 0;
   for (const float v : want) logit_rms += static_cast<double>(v) * v;
   logit_rms = std::sqrt(logit_rms / want.size());
@@ -97,7 +79,7 @@ TEST(int4_quantize, candidates_measured_and_the_chosen_one_stays_close_to_fp32) 
   std::map<dtype, double> rms_error;
   for (const dtype t : {dtype::q4_0, dtype::q4_1, dtype::q4_k}) {
     const auto m = all_matrices_as(*fp32, t);
-    const logit_error e = compare(prefill_logits(*m, kt), want);
+    const logit_error e = compare(test::prefill_logits(*m, kt, prompt), want);
     rms_error[t] = e.rms;
     const block_layout l = block_layout_of(t);
     std::printf("[ int4 candidate %s ] %.2f bits/weight: logits max |err| %.4f, rms err %.4f (logit rms %.3f)\n",
@@ -109,8 +91,8 @@ TEST(int4_quantize, candidates_measured_and_the_chosen_one_stays_close_to_fp32) 
   model_convert_weights(*int4, weight_format::int4);
   EXPECT_EQ(int4->layers[0].wq.type, model_int4_type);
   EXPECT_EQ(int4->token_embedding.type, model_int4_type);
-  const auto got = prefill_logits(*int4, kt);
-  EXPECT_EQ(got, prefill_logits(*all_matrices_as(*fp32, model_int4_type), kt)) << "the chosen candidate, bit for bit";
+  const auto got = test::prefill_logits(*int4, kt, prompt);
+  EXPECT_EQ(got, test::prefill_logits(*all_matrices_as(*fp32, model_int4_type), kt, prompt)) << "the chosen candidate, bit for bit";
   const logit_error e = compare(got, want);
   EXPECT_LT(e.rms, 0.3 * logit_rms);
   EXPECT_LT(e.max_abs, logit_rms);

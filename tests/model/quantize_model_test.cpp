@@ -14,10 +14,13 @@
 #include "pagedserve/kv_cache.hpp"
 #include "pagedserve/model.hpp"
 #include "pagedserve/tokenizer.hpp"
+#include "model/prefill_logits.hpp"
 #include "support/test_paths.hpp"
 
 namespace pagedserve {
 namespace {
+
+using test::prefill_logits;
 
 const char* const prompt_text = "Once upon a time, there was a little girl named Lily. She loved to play";
 
@@ -27,27 +30,6 @@ std::shared_ptr<const model> load_as(weight_format format) {
   auto converted = std::make_shared<model>(**m);
   model_convert_weights(*converted, format);
   return converted;
-}
-
-// Logits at every position of one prefill of ids: [ids.size(), vocab].
-std::vector<float> prefill_logits(const model& m, const kernels::kernel_table& kt, const std::vector<token_id>& ids) {
-  const model_config& mc = m.config;
-  constexpr int block_size = 16;
-  const int n = static_cast<int>(ids.size());
-  kv_cache cache(mc.n_layers, (n + block_size - 1) / block_size, block_size, mc.n_kv_heads, mc.head_size());
-  forward_pass forward(m, kt, n);
-  step_batch b;
-  b.tokens = ids;
-  b.seq_block_offset = {0};
-  for (int p = 0; p < n; ++p) {
-    b.positions.push_back(p);
-    b.seq_of_token.push_back(0);
-    b.slots.push_back(p);
-    b.logits_rows.push_back(p);
-    if (p % block_size == 0) b.block_tables.push_back(p / block_size);
-  }
-  const float* logits = forward.run(b, cache);
-  return {logits, logits + static_cast<std::size_t>(n) * mc.vocab_size};
 }
 
 struct logit_error {
