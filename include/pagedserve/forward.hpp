@@ -4,6 +4,7 @@
 // GELU MLP and learned positions) over a flat, variable-length batch of tokens from many sequences
 // (decode tokens and prefill chunks mixed), reading and writing K/V through block tables.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -44,8 +45,12 @@ class forward_pass {
   const kernels::kernel_table& kt_;
   int max_tokens_;
   // Activations, [max_tokens, width] each: dim for x_, xb_, xb2_; q_dim for q_, att_; kv_dim for k_, v_;
-  // hidden_dim for hb_, hb2_ (SwiGLU's up; the GELU MLP needs hb_ only); vocab for logits_.
-  std::vector<float> x_, xb_, xb2_, q_, k_, v_, att_, hb_, hb2_, logits_;
+  // hidden_dim for hb_, hb2_ (SwiGLU's up; the GELU MLP needs hb_ only).
+  std::vector<float> x_, xb_, xb2_, q_, k_, v_, att_, hb_, hb2_;
+  // [max_tokens, vocab], left uninitialised: a step writes only the rows it asks for (one per sequence
+  // when decoding), so the rest of its pages never become resident (a 512-token buffer is 64 MiB for a
+  // 32k vocabulary, 297 MiB for Qwen3's 152k).
+  std::unique_ptr<float[]> logits_;
   std::vector<float> rope_cos_, rope_sin_;  // [max_tokens, head_size/2] this step's rotations
   std::optional<moe_block> moe_;            // MoE models only
 };

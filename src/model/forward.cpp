@@ -25,7 +25,7 @@ forward_pass::forward_pass(const model& m, const kernels::kernel_table& kt, int 
   const bool any_dense = std::any_of(m.layers.begin(), m.layers.end(), [](const auto& l) { return !l.is_moe(); });
   if (any_dense) hb_.resize(T * c.hidden_dim);
   if (any_dense && c.ffn == ffn_kind::swiglu) hb2_.resize(T * c.hidden_dim);
-  logits_.resize(T * static_cast<std::size_t>(c.vocab_size));
+  logits_.reset(new float[T * static_cast<std::size_t>(c.vocab_size)]);
   if (c.positions == position_kind::rope) {
     rope_cos_.resize(T * (c.head_size() / 2));
     rope_sin_.resize(T * (c.head_size() / 2));
@@ -124,13 +124,13 @@ float* forward_pass::run(const step_batch& b, const kv_cache& cache) {
 
   // Classifier only for the rows that sample: gather them, normalise, project to the vocabulary.
   const int n_rows = static_cast<int>(b.logits_rows.size());
-  if (n_rows == 0) return logits_.data();
+  if (n_rows == 0) return logits_.get();
   for (int r = 0; r < n_rows; ++r)
     std::memcpy(&xb2_[static_cast<std::size_t>(r) * dim], &x_[static_cast<std::size_t>(b.logits_rows[r]) * dim],
                 dim * sizeof(float));
   norm(xb_.data(), xb2_.data(), model_.rms_final, model_.final_norm_bias, n_rows);
-  ops::matmul(kt_, logits_.data(), xb_.data(), model_.classifier, n_rows);
-  return logits_.data();
+  ops::matmul(kt_, logits_.get(), xb_.data(), model_.classifier, n_rows);
+  return logits_.get();
 }
 
 }  // namespace pagedserve
