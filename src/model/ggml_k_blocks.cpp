@@ -60,12 +60,19 @@ void dequantize_q3_k(float* __restrict out, const std::byte* __restrict blocks, 
   }
 }
 
+namespace {
+
 // q4_K (144 bytes): d, dmin, scales[12] (k4_scale_min), qs[128]. Weights 64p + l (l < 32) are the low
 // nibbles of qs[32p + l] (sub-block 2p), weights 64p + 32 + l their high nibbles (sub-block 2p + 1).
-void dequantize_q4_k(float* __restrict out, const std::byte* __restrict blocks, std::size_t n_blocks) {
-  for (std::size_t i = 0; i < n_blocks; ++i, blocks += 144) {
+// q5_K (176 bytes): d, dmin, scales[12], qh[32], qs[128]. As q4_K, plus a fifth bit: weight 64p + l
+// has bit 2p of qh[l], weight 64p + 32 + l bit 2p + 1.
+template <bool five_bits>
+void dequantize_q45_k(float* __restrict out, const std::byte* __restrict blocks, std::size_t n_blocks) {
+  constexpr std::size_t block_bytes = five_bits ? 176 : 144;
+  for (std::size_t i = 0; i < n_blocks; ++i, blocks += block_bytes) {
     const auto* scales = reinterpret_cast<const std::uint8_t*>(blocks) + 4;
-    const auto* qs = scales + 12;
+    const auto* qh = scales + 12;  // q5_K only
+    const auto* qs = five_bits ? qh + 32 : qh;
     const float d = load_f16(blocks), dmin = load_f16(blocks + 2);
     for (int p = 0; p < 4; ++p, qs += 32, out += 64) {
       int sc, mn;
@@ -73,32 +80,26 @@ void dequantize_q4_k(float* __restrict out, const std::byte* __restrict blocks, 
       const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(mn);
       k4_scale_min(scales, 2 * p + 1, &sc, &mn);
       const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(mn);
-      for (int l = 0; l < 32; ++l) out[l] = d1 * static_cast<float>(qs[l] & 0x0f) - m1;
-      for (int l = 0; l < 32; ++l) out[32 + l] = d2 * static_cast<float>(qs[l] >> 4) - m2;
+      for (int l = 0; l < 32; ++l) {
+        const int high = five_bits ? ((qh[l] >> (2 * p)) & 1) << 4 : 0;
+        out[l] = d1 * static_cast<float>((qs[l] & 0x0f) | high) - m1;
+      }
+      for (int l = 0; l < 32; ++l) {
+        const int high = five_bits ? ((qh[l] >> (2 * p + 1)) & 1) << 4 : 0;
+        out[32 + l] = d2 * static_cast<float>((qs[l] >> 4) | high) - m2;
+      }
     }
   }
 }
 
-// q5_K (176 bytes): d, dmin, scales[12], qh[32], qs[128]. As q4_K, plus a fifth bit: weight 64p + l
-// has bit 2p of qh[l], weight 64p + 32 + l bit 2p + 1.
+}  // namespace
+
+void dequantize_q4_k(float* __restrict out, const std::byte* __restrict blocks, std::size_t n_blocks) {
+  dequantize_q45_k<false>(out, blocks, n_blocks);
+}
+
 void dequantize_q5_k(float* __restrict out, const std::byte* __restrict blocks, std::size_t n_blocks) {
-  for (std::size_t i = 0; i < n_blocks; ++i, blocks += 176) {
-    const auto* scales = reinterpret_cast<const std::uint8_t*>(blocks) + 4;
-    const auto* qh = scales + 12;
-    const auto* qs = qh + 32;
-    const float d = load_f16(blocks), dmin = load_f16(blocks + 2);
-    for (int p = 0; p < 4; ++p, qs += 32, out += 64) {
-      int sc, mn;
-      k4_scale_min(scales, 2 * p, &sc, &mn);
-      const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(mn);
-      k4_scale_min(scales, 2 * p + 1, &sc, &mn);
-      const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(mn);
-      for (int l = 0; l < 32; ++l)
-        out[l] = d1 * static_cast<float>((qs[l] & 0x0f) | (((qh[l] >> (2 * p)) & 1) << 4)) - m1;
-      for (int l = 0; l < 32; ++l)
-        out[32 + l] = d2 * static_cast<float>((qs[l] >> 4) | (((qh[l] >> (2 * p + 1)) & 1) << 4)) - m2;
-    }
-  }
+  dequantize_q45_k<true>(out, blocks, n_blocks);
 }
 
 // q6_K (210 bytes): ql[128], qh[64], int8 scales[16] (per 16 weights), d. In half h (128 weights),

@@ -113,15 +113,27 @@ void quantize_q5_k(std::byte* out, const float* x, std::size_t n_blocks) {
   }
 }
 
+namespace {
+
+// q3_K and q6_K: the scale of least error of each of a super-block's 16 symmetric sub-blocks of 16
+// (levels -nmax .. nmax - 1); returns the largest |scale| and sets *max_scale to that scale, sign kept.
+float fit_symmetric_sub_blocks(float* scale, float* max_scale, const float* x, int nmax) {
+  float w[16], amax = 0.0f;
+  for (int s = 0; s < 16; ++s) {
+    error_weights(w, x + 16 * s, 16);
+    scale[s] = fit_symmetric(x + 16 * s, w, 16, nmax);
+    if (std::fabs(scale[s]) > amax) amax = std::fabs(scale[s]), *max_scale = scale[s];
+  }
+  return amax;
+}
+
+}  // namespace
+
 // q3_K: 16 symmetric sub-blocks of 16 (levels -4..3), signed 6-bit scales behind d.
 void quantize_q3_k(std::byte* out, const float* x, std::size_t n_blocks) {
   for (std::size_t i = 0; i < n_blocks; ++i, out += 110, x += qk_k) {
-    float w[16], scale[16], max_scale = 0.0f, amax = 0.0f;
-    for (int s = 0; s < 16; ++s) {
-      error_weights(w, x + 16 * s, 16);
-      scale[s] = fit_symmetric(x + 16 * s, w, 16, 4);
-      if (std::fabs(scale[s]) > amax) amax = std::fabs(scale[s]), max_scale = scale[s];
-    }
+    float scale[16], max_scale = 0.0f;
+    const float amax = fit_symmetric_sub_blocks(scale, &max_scale, x, 4);
     auto* b = reinterpret_cast<std::uint8_t*>(out);
     std::memset(b, 0, 110);
     // The largest scale maps to -32 (the side with one more level): d = -max_scale / 32.
@@ -144,12 +156,8 @@ void quantize_q3_k(std::byte* out, const float* x, std::size_t n_blocks) {
 // q6_K: 16 symmetric sub-blocks of 16 (levels -32..31), int8 scales behind d.
 void quantize_q6_k(std::byte* out, const float* x, std::size_t n_blocks) {
   for (std::size_t i = 0; i < n_blocks; ++i, out += 210, x += qk_k) {
-    float w[16], scale[16], max_scale = 0.0f, amax = 0.0f;
-    for (int s = 0; s < 16; ++s) {
-      error_weights(w, x + 16 * s, 16);
-      scale[s] = fit_symmetric(x + 16 * s, w, 16, 32);
-      if (std::fabs(scale[s]) > amax) amax = std::fabs(scale[s]), max_scale = scale[s];
-    }
+    float scale[16], max_scale = 0.0f;
+    const float amax = fit_symmetric_sub_blocks(scale, &max_scale, x, 32);
     auto* b = reinterpret_cast<std::uint8_t*>(out);
     const float d = store_f16(out + 208, amax > 0.0f ? max_scale / -128.0f : 0.0f);
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
