@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -116,16 +117,13 @@ void matmul_tiles(const kernel_table& kt, const matmul_output& o, const float* x
 void matmul_group(const kernel_table& kt, std::span<const matmul_output> outputs, const float* x, int n_tokens) {
   const int n_in = outputs.front().w.cols;
   bool any_i8 = false;
-  bool any_blocks[3] = {};  // per act_format
-  dtype format_weight[3] = {};  // a weight type of that format (for activation_row_bytes)
+  std::optional<dtype> format_weight[3];  // per act_format: a weight type of the group using it, if any
   int n_tiles = 0;
   for (const matmul_output& o : outputs) {
     ps_check(o.w.cols == n_in, "matmul_group: outputs of different input widths");
     any_i8 = any_i8 || o.w.type == dtype::i8;
     if (is_block_quantized(o.w.type)) {
-      const int f = static_cast<int>(act_format_of(o.w.type));
-      any_blocks[f] = true;
-      format_weight[f] = o.w.type;
+      format_weight[static_cast<int>(act_format_of(o.w.type))] = o.w.type;
     }
     n_tiles += tiles_of(o.w);
   }
@@ -144,12 +142,12 @@ void matmul_group(const kernel_table& kt, std::span<const matmul_output> outputs
   }
   // Block-quantized weights: each token quantized once per activation format the group needs.
   for (int f = 0; f < 3; ++f) {
-    if (!any_blocks[f]) continue;
-    const std::size_t row_bytes = activation_row_bytes(format_weight[f], n_in);
+    if (!format_weight[f]) continue;
+    const std::size_t row_bytes = activation_row_bytes(*format_weight[f], n_in);
     if (a.blocks[f].size() < n_tokens * row_bytes) a.blocks[f].resize(n_tokens * row_bytes);
     for_each_row(n_tokens, n_in, [&](int t) {
       kt.quantize_activations(a.blocks[f].data() + t * row_bytes, x + static_cast<std::size_t>(t) * n_in,
-                              format_weight[f], n_in);
+                              *format_weight[f], n_in);
     });
   }
   // Each range of tiles runs the pieces of the outputs it covers. i8 ranges hold at least 4 panels
