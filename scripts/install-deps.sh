@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config git ccache
           libboost1.81-dev libsimdjson-dev libspdlog-dev libfmt-dev libtbb-dev
-          libpcre2-dev libicu-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev gnuplot-nox
+          libpcre2-dev libicu-dev libssl-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev gnuplot-nox
           chromium  # the chat page's browser test (tests/browser) drives Debian's chromium
           openssl  # hub downloads over HTTPS (libssl-dev above); the CLI makes the HTTPS tests' certificate
           nginx-light curl  # replicas behind nginx: tests/e2e/replicas_nginx_test.cpp, scripts/replicas.sh

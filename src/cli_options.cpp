@@ -1,144 +1,181 @@
 #include "cli_options.hpp"
 
-#include <charconv>
-#include <map>
+#include <limits>
 
 namespace pagedserve {
 namespace {
 
-template <class T>
-bool parse_number(const std::string& s, T& out) {
-  const char* end = s.data() + s.size();
-  if constexpr (std::is_floating_point_v<T>) {
-    char* stop = nullptr;
-    out = static_cast<T>(std::strtod(s.c_str(), &stop));
-    return !s.empty() && stop == end;
-  } else {
-    auto [ptr, ec] = std::from_chars(s.data(), end, out);
-    return ec == std::errc{} && ptr == end;
-  }
+constexpr const char* footer =
+    "--model takes a llama2.c .bin checkpoint, a GGUF file, a Hugging Face folder (config.json + *.safetensors),\n"
+    "or a Hugging Face hub repo id (org/name, or org/name:Q4_K_M for one GGUF quantization), downloaded into the\n"
+    "Hugging Face cache (HF_HOME, HF_HUB_CACHE, HF_TOKEN, HF_ENDPOINT, HF_HUB_OFFLINE as huggingface_hub reads them).\n"
+    "Without --model the server serves the built-in random-weight demo model (see README).";
+
+// Defined before every other flag: CLI11 runs option callbacks in the order options were added, so
+// the file is loaded first and the flags then override it, wherever --config stands on the line.
+void add_config_flag(CLI::App& sub, config& c) {
+  sub.add_option_function<std::string>(
+         "--config",
+         [&c](const std::string& path) {
+           auto loaded = config_load(path);
+           if (!loaded) cli_throw_if_any(loaded.error());
+           c = *loaded;
+         },
+         "JSON config file (config/default.json lists every key); the other flags override it")
+      ->type_name("FILE");
+}
+
+void add_model_flags(CLI::App& sub, model_paths& m) {
+  sub.add_option("--model", m.model, "model: a .bin, GGUF, Hugging Face folder or hub repo id (see below)")
+      ->type_name("PATH|ORG/NAME[:TAG]")
+      ->group("Model");
+  sub.add_option("--revision", m.revision, "hub revision (branch, tag or commit) of a repo id --model")
+      ->type_name("REV")
+      ->group("Model");
+  sub.add_option("--tokenizer", m.tokenizer, "llama2.c tokenizer .bin (other formats carry their own)")
+      ->type_name("PATH")
+      ->group("Model");
+  sub.add_option("--quantize", m.quantize, "weight format after loading (none = as stored)")
+      ->type_name("none|f32|bf16|int8|int4")
+      ->group("Model");
+}
+
+void add_compute_flags(CLI::App& sub, config& c) {
+  sub.add_option("--threads", c.engine.threads, "kernel threads (TBB arena); 0 = all cores")->type_name("N")->group("Engine");
+  sub.add_option("--kernels", c.engine.kernels, "force a kernel variant")
+      ->type_name("auto|scalar|avx2|avx2_vnni|avx512|avx512_vnni|avx512_bf16")
+      ->group("Engine");
+  sub.add_option("--kv-cache-dtype", c.engine.kv_cache_dtype, "KV cache element type (f16: half the memory)")
+      ->type_name("f32|f16")
+      ->group("Engine");
+  sub.add_option("--log-level", c.log_level, "")->type_name("trace|debug|info|warn|error");
+}
+
+void add_scheduler_flags(CLI::App& sub, engine_config& e) {
+  const auto add = [&sub](const std::string& name, auto& field, const std::string& description) {
+    return sub.add_option(name, field, description)->group("Engine");
+  };
+  add("--kv-blocks", e.kv_blocks, "KV pool size in blocks, allocated once")->type_name("N");
+  add("--block-size", e.block_size, "tokens per KV block")->type_name("N");
+  add("--max-num-seqs", e.max_num_seqs, "sequences per engine step")->type_name("N");
+  add("--max-num-batched-tokens", e.max_num_batched_tokens, "tokens per engine step (prefill chunks + decodes)")
+      ->type_name("N");
+  add("--max-decode-slowdown", e.max_decode_slowdown,
+      "steps with decodes take at most this many times the decodes alone (0 = no bound)")
+      ->type_name("X");
+  sub.add_option_function<std::string>(
+         "--prefix-caching", [&e](const std::string& v) { e.prefix_caching = v == "on"; },
+         "reuse the KV blocks of shared prompt prefixes")
+      ->check(CLI::IsMember({"on", "off"}).description(""))
+      ->type_name("on|off")
+      ->default_str(e.prefix_caching ? "on" : "off")
+      ->group("Engine");
+  add("--generation-config", e.generation_config,
+      "request sampling defaults: the model's generation_config.json (auto) or the server's (vllm)")
+      ->type_name("auto|vllm");
+  add("--special-tokens-in-content", e.special_tokens_in_content,
+      "special-token strings in chat content: control tokens (parse) or plain text")
+      ->type_name("parse|text");
+  add("--max-waiting", e.max_waiting, "queued requests before new ones are refused")->type_name("N");
+  add("--max-waiting-per-client", e.max_waiting_per_client, "queued requests of one client address")->type_name("N");
+}
+
+void add_server_flags(CLI::App& sub, server_config& s) {
+  const auto add = [&sub](const std::string& name, auto& field, const std::string& description) {
+    return sub.add_option(name, field, description)->group("Server");
+  };
+  add("--host", s.host, "address to listen on")->type_name("H");
+  add("--port", s.port, "port to listen on; 0 = one the kernel picks")->type_name("P");
+  add("--io-threads", s.io_threads, "network threads")->type_name("N");
+  add("--api-key", s.api_key, "every route but /health and the chat page needs 'Authorization: Bearer KEY'")
+      ->type_name("KEY");
+  add("--allowed-hosts", s.allowed_hosts, "without an API key, Host names answered beside loopback ones ('*' = any)")
+      ->type_name("H,...");
+  add("--allowed-origins", s.allowed_origins, "without an API key, Origins accepted beside loopback ones ('*' = any)")
+      ->type_name("O,...");
+  add("--cors-allow-origin", s.cors_allow_origin, "'*' or comma-separated origins given CORS headers")->type_name("O");
+  add("--served-model-name", s.served_model_name, "the model's name in the OpenAI API (default: the file's)")
+      ->type_name("NAME");
+  add("--replica-name", s.replica_name, "this replica's name in /health and /metrics (default HOST:PORT)")
+      ->type_name("NAME");
+  add("--web-root", s.web_root, "folder of the chat page served at / (default: this source tree's web/)")
+      ->type_name("DIR");
+  add("--max-connections", s.max_connections, "open TCP connections")->type_name("N");
+  add("--max-connections-per-client", s.max_connections_per_client, "open connections of one client address")
+      ->type_name("N");
+  add("--max-requests-per-socket", s.max_requests_per_socket, "generate requests in flight on one WebSocket")
+      ->type_name("N");
+  add("--max-body-bytes", s.max_body_bytes, "HTTP request body limit")->type_name("N")->check(cli_non_negative());
+  add("--max-header-bytes", s.max_header_bytes, "HTTP request line + headers limit (431 past it)")
+      ->type_name("N")
+      ->check(cli_non_negative());
+  add("--max-outbound-bytes", s.max_outbound_bytes, "bytes queued for one WebSocket before its requests end")
+      ->type_name("N")
+      ->check(cli_non_negative());
+  add("--idle-timeout", s.idle_timeout_seconds, "close a connection idle this long")->type_name("S");
+  add("--write-timeout", s.write_timeout_seconds, "close a connection whose write is blocked this long")->type_name("S");
+  add("--request-timeout", s.request_timeout_seconds, "end a generation running longer; 0 = never")->type_name("S");
+  add("--shutdown-grace", s.shutdown_grace_seconds, "on SIGTERM/SIGINT, in-flight requests may finish for this long")
+      ->type_name("S");
+}
+
+void add_sampling_flags(CLI::App& sub, cli_options& o) {
+  sub.add_option("--prompt", o.prompt, "the text to complete")->type_name("TEXT")->group("Sampling");
+  sub.add_option("--max-tokens", o.sampling.max_tokens, "tokens to generate at most (default: to the context's end)")
+      ->type_name("N")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()).description(""))
+      ->group("Sampling");
+  sub.add_option("--temperature", o.sampling.temperature, "0 = greedy")
+      ->type_name("T")
+      ->check(cli_non_negative())
+      ->group("Sampling");
+  sub.add_option("--top-p", o.sampling.top_p, "")->type_name("P")->group("Sampling");
+  sub.add_option("--top-k", o.sampling.top_k, "0 = all tokens")->type_name("K")->group("Sampling");
+  sub.add_option("--min-p", o.sampling.min_p, "")->type_name("P")->group("Sampling");
+  sub.add_option_function<std::uint64_t>(
+         "--seed", [&o](std::uint64_t seed) { o.sampling.seed = seed; }, "(default: drawn at random)")
+      ->type_name("S")
+      ->check(cli_non_negative())
+      ->group("Sampling");
 }
 
 }  // namespace
 
-std::string cli_usage() {
-  return R"(usage:
-  pagedserve serve    [--config FILE] [--model M.bin|DIR|org/name[:TAG]] [--revision REV] [--tokenizer T.bin] [--host H] [--port P]
-                      [--kv-blocks N] [--block-size N] [--max-num-seqs N] [--max-num-batched-tokens N]
-                      [--max-decode-slowdown X] [--prefix-caching on|off] [--kv-cache-dtype f32|f16]
-                      [--threads N] [--kernels auto|scalar|avx2|avx2_vnni|avx512|avx512_vnni|avx512_bf16] [--quantize none|bf16|int8|int4]
-                      [--generation-config auto|vllm] [--special-tokens-in-content parse|text] [--log-level L]
-                      [--max-waiting N] [--max-body-bytes N] [--api-key KEY] [--cors-allow-origin O]
-                      [--served-model-name NAME] [--max-connections N] [--max-connections-per-client N]
-                      [--max-waiting-per-client N] [--max-requests-per-socket N]
-                      [--max-outbound-bytes N] [--max-header-bytes N] [--idle-timeout S] [--write-timeout S]
-                      [--allowed-hosts H,...] [--allowed-origins O,...]
-                      [--request-timeout S] [--shutdown-grace S] [--web-root DIR] [--replica-name NAME]
-  pagedserve generate [--config FILE] --model M.bin|DIR|org/name[:TAG] [--revision REV] [--tokenizer T.bin] --prompt TEXT [--max-tokens N]
-                      [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S] [--threads N]
-                      [--kernels ...] [--quantize none|bf16|int8|int4] [--kv-cache-dtype f32|f16]
-  pagedserve tokenize --tokenizer PATH --text TEXT [--with-special]
-  pagedserve chat-template --model DIR --messages FILE.json [--no-generation-prompt]
-  pagedserve convert --model M.bin --out DIR [--dtype f32|bf16]
---model takes a llama2.c .bin checkpoint, a GGUF file, a Hugging Face folder (config.json + *.safetensors),
-or a Hugging Face hub repo id (org/name, or org/name:Q4_K_M for one GGUF quantization), downloaded into the
-Hugging Face cache (HF_HOME, HF_HUB_CACHE, HF_TOKEN, HF_ENDPOINT, HF_HUB_OFFLINE as huggingface_hub reads them).
-Without --model the server serves the built-in random-weight demo model (see README).
-)";
+void cli_define(CLI::App& app, cli_options& o) {
+  cli_app_setup(app, footer);
+  app.description("A serving runtime for LLMs on CPUs: PagedAttention, continuous batching, WebSocket and OpenAI APIs.");
+  app.require_subcommand(1);
+  config& c = o.settings;
+
+  CLI::App* serve = app.add_subcommand("serve", "serve the WebSocket/HTTP API (the config and flags below)");
+  add_config_flag(*serve, c);
+  add_model_flags(*serve, c.model);
+  add_compute_flags(*serve, c);
+  add_scheduler_flags(*serve, c.engine);
+  add_server_flags(*serve, c.server);
+  serve->callback([&c] { cli_throw_if_any(config_validate(c)); });
+
+  CLI::App* generate = app.add_subcommand("generate", "print one completion of --prompt on stdout (logs on stderr)");
+  o.sampling.temperature = 0.0f;  // the CLI defaults to greedy, like run.c -t 0
+  add_config_flag(*generate, c);
+  add_model_flags(*generate, c.model);
+  add_compute_flags(*generate, c);
+  add_sampling_flags(*generate, o);
+  generate->callback([&c] {
+    std::vector<std::string> problems = config_validate(c);
+    if (c.model.model.empty()) problems.push_back("generate needs --model");
+    cli_throw_if_any(problems);
+  });
+
+  cli_tools_define(app, o.tool);
 }
 
-std::expected<cli_options, std::vector<std::string>> cli_parse(int argc, char** argv) {
+std::expected<cli_options, cli_stop> cli_parse(int argc, const char* const* argv) {
   cli_options o;
-  std::vector<std::string> errors;
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    o.show_help = true;
-    return o;
-  }
-  o.command = args[0];
-  if (o.command != "serve" && o.command != "generate")
-    return std::unexpected(std::vector<std::string>{"unknown command '" + o.command + "' (serve or generate)"});
-
-  std::map<std::string, std::string> flags;
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      o.show_help = true;
-      return o;
-    }
-    if (a.rfind("--", 0) != 0 || i + 1 >= args.size()) {
-      errors.push_back("expected --flag VALUE, got '" + a + "'");
-      continue;
-    }
-    flags[a.substr(2)] = args[++i];
-  }
-  if (auto it = flags.find("config"); it != flags.end()) {
-    auto loaded = config_load(it->second);
-    if (!loaded) return std::unexpected(loaded.error());
-    o.settings = *loaded;
-    flags.erase(it);
-  }
-  config& c = o.settings;
-  o.sampling.temperature = 0.0f;  // the CLI defaults to greedy, like run.c -t 0
-  for (const auto& [name, value] : flags) {
-    bool ok = true;
-    if (name == "model") c.model.model = value;
-    else if (name == "tokenizer") c.model.tokenizer = value;
-    else if (name == "revision") c.model.revision = value;
-    else if (name == "host") c.server.host = value;
-    else if (name == "port") ok = parse_number(value, c.server.port);
-    else if (name == "kv-blocks") ok = parse_number(value, c.engine.kv_blocks);
-    else if (name == "block-size") ok = parse_number(value, c.engine.block_size);
-    else if (name == "max-num-seqs") ok = parse_number(value, c.engine.max_num_seqs);
-    else if (name == "max-num-batched-tokens") ok = parse_number(value, c.engine.max_num_batched_tokens);
-    else if (name == "max-decode-slowdown") ok = parse_number(value, c.engine.max_decode_slowdown);
-    else if (name == "prefix-caching") {
-      ok = value == "on" || value == "off";
-      c.engine.prefix_caching = value == "on";
-    }
-    else if (name == "threads") ok = parse_number(value, c.engine.threads);
-    else if (name == "kernels") c.engine.kernels = value;
-    else if (name == "kv-cache-dtype") c.engine.kv_cache_dtype = value;
-    else if (name == "generation-config") c.engine.generation_config = value;
-    else if (name == "special-tokens-in-content") c.engine.special_tokens_in_content = value;
-    else if (name == "quantize") c.model.quantize = value;
-    else if (name == "log-level") c.log_level = value;
-    else if (name == "io-threads") ok = parse_number(value, c.server.io_threads);
-    else if (name == "max-waiting") ok = parse_number(value, c.engine.max_waiting);
-    else if (name == "max-waiting-per-client") ok = parse_number(value, c.engine.max_waiting_per_client);
-    else if (name == "max-connections-per-client") ok = parse_number(value, c.server.max_connections_per_client);
-    else if (name == "max-body-bytes") ok = parse_number(value, c.server.max_body_bytes);
-    else if (name == "api-key") c.server.api_key = value;
-    else if (name == "cors-allow-origin") c.server.cors_allow_origin = value;
-    else if (name == "served-model-name") c.server.served_model_name = value;
-    else if (name == "max-connections") ok = parse_number(value, c.server.max_connections);
-    else if (name == "max-requests-per-socket") ok = parse_number(value, c.server.max_requests_per_socket);
-    else if (name == "max-outbound-bytes") ok = parse_number(value, c.server.max_outbound_bytes);
-    else if (name == "max-header-bytes") ok = parse_number(value, c.server.max_header_bytes);
-    else if (name == "idle-timeout") ok = parse_number(value, c.server.idle_timeout_seconds);
-    else if (name == "write-timeout") ok = parse_number(value, c.server.write_timeout_seconds);
-    else if (name == "allowed-hosts") c.server.allowed_hosts = value;
-    else if (name == "allowed-origins") c.server.allowed_origins = value;
-    else if (name == "request-timeout") ok = parse_number(value, c.server.request_timeout_seconds);
-    else if (name == "shutdown-grace") ok = parse_number(value, c.server.shutdown_grace_seconds);
-    else if (name == "web-root") c.server.web_root = value;
-    else if (name == "replica-name") c.server.replica_name = value;
-    else if (o.command == "generate" && name == "prompt") o.prompt = value;
-    else if (o.command == "generate" && name == "max-tokens") ok = parse_number(value, o.sampling.max_tokens) && o.sampling.max_tokens > 0;
-    else if (o.command == "generate" && name == "temperature") ok = parse_number(value, o.sampling.temperature) && o.sampling.temperature >= 0;
-    else if (o.command == "generate" && name == "top-p") ok = parse_number(value, o.sampling.top_p);
-    else if (o.command == "generate" && name == "top-k") ok = parse_number(value, o.sampling.top_k);
-    else if (o.command == "generate" && name == "min-p") ok = parse_number(value, o.sampling.min_p);
-    else if (o.command == "generate" && name == "seed") {
-      std::uint64_t s = 0;
-      ok = parse_number(value, s);
-      o.sampling.seed = s;
-    } else errors.push_back("unknown flag --" + name + " for " + o.command);
-    if (!ok) errors.push_back("bad value '" + value + "' for --" + name);
-  }
-  for (auto& e : config_validate(c)) errors.push_back(std::move(e));
-  if (o.command == "generate" && c.model.model.empty()) errors.push_back("generate needs --model");
-  if (!errors.empty()) return std::unexpected(errors);
+  CLI::App app("", "pagedserve");
+  cli_define(app, o);
+  if (auto stop = cli_app_parse(app, argc, argv)) return std::unexpected(std::move(*stop));
+  o.command = app.get_subcommands().front()->get_name();
   return o;
 }
 

@@ -1,4 +1,5 @@
-// pagedserve: `serve` starts the WebSocket/HTTP server; `generate` prints one completion. Both log
+// pagedserve: `serve` starts the WebSocket/HTTP server; `generate` prints one completion (the
+// tools tokenize, chat-template and convert: cli_tools.hpp; every flag: cli_options.hpp). Both log
 // each phase of loading the model with its duration (model/load_phase.hpp); `serve` listens first.
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -178,18 +179,10 @@ int run_serve(const cli_options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (auto tool_exit = cli_tool_run(argc, argv)) return *tool_exit;
   auto parsed = cli_parse(argc, argv);
-  if (!parsed) {
-    for (const auto& e : parsed.error()) std::fprintf(stderr, "pagedserve: %s\n", e.c_str());
-    std::fprintf(stderr, "%s", cli_usage().c_str());
-    return 2;
-  }
-  if (parsed->show_help) {
-    std::printf("%s", cli_usage().c_str());
-    return 0;
-  }
+  if (!parsed) return cli_stop_print(parsed.error());
   const cli_options& o = *parsed;
+  if (o.command != "serve" && o.command != "generate") return cli_tool_run(o.command, o.tool);
   spdlog::set_level(spdlog::level::from_str(o.settings.log_level));
   // Logs go to stderr: `generate` keeps stdout for the completion alone.
   spdlog::set_default_logger(spdlog::stderr_color_mt("pagedserve"));

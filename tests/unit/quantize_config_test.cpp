@@ -12,7 +12,7 @@
 namespace pagedserve {
 namespace {
 
-std::expected<cli_options, std::vector<std::string>> parse(std::vector<std::string> args) {
+std::expected<cli_options, cli_stop> parse(std::vector<std::string> args) {
   args.insert(args.begin(), "pagedserve");
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
@@ -37,17 +37,17 @@ TEST(quantize_option, config_file_sets_it_and_validation_names_the_choices) {
 
 TEST(quantize_option, serve_and_generate_take_the_flag) {
   const auto serve = parse({"serve", "--quantize", "int8"});
-  ASSERT_TRUE(serve.has_value()) << serve.error().front();
+  ASSERT_TRUE(serve.has_value()) << serve.error().text;
   EXPECT_EQ(serve->settings.model.quantize, "int8");
   const auto gen = parse({"generate", "--model", "m.bin", "--prompt", "hi", "--quantize", "bf16"});
-  ASSERT_TRUE(gen.has_value()) << gen.error().front();
+  ASSERT_TRUE(gen.has_value()) << gen.error().text;
   EXPECT_EQ(gen->settings.model.quantize, "bf16");
   const auto int4 = parse({"serve", "--quantize", "int4"});
-  ASSERT_TRUE(int4.has_value()) << int4.error().front();
+  ASSERT_TRUE(int4.has_value()) << int4.error().text;
   EXPECT_EQ(int4->settings.model.quantize, "int4");
   const auto bad = parse({"serve", "--quantize", "int3"});
   ASSERT_FALSE(bad.has_value());
-  EXPECT_NE(bad.error().front().find("model.quantize"), std::string::npos);
+  EXPECT_NE(bad.error().text.find("model.quantize"), std::string::npos);
 }
 
 TEST(quantize_option, names_map_to_weight_formats) {
