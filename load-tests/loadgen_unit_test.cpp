@@ -11,6 +11,7 @@
 #include "loadgen/plot.hpp"
 #include "loadgen/sse_parser.hpp"
 #include "loadgen/workload.hpp"
+#include "support/cli_help_check.hpp"
 
 namespace pagedserve::loadgen {
 namespace {
@@ -83,7 +84,7 @@ TEST(LoadgenOptions, HeadersAreNameColonValue) {
   const char* argv[] = {"loadgen", "--target", "ws://127.0.0.1:8000/v1/ws", "--header", "X-Session-Id: c1",
                         "--header=X-Other:2"};
   auto o = options_parse(6, const_cast<char**>(argv));
-  ASSERT_TRUE(o) << o.error().front();
+  ASSERT_TRUE(o) << o.error().text;
   ASSERT_EQ(o->headers.size(), 2u);
   EXPECT_EQ(o->headers[0], (std::pair<std::string, std::string>{"X-Session-Id", "c1"}));
   EXPECT_EQ(o->headers[1], (std::pair<std::string, std::string>{"X-Other", "2"}));
@@ -91,6 +92,68 @@ TEST(LoadgenOptions, HeadersAreNameColonValue) {
     const char* argv_bad[] = {"loadgen", "--target", "ws://127.0.0.1:8000/v1/ws", "--header", bad};
     EXPECT_FALSE(options_parse(5, const_cast<char**>(argv_bad))) << bad;
   }
+}
+
+std::expected<options, cli_stop> parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "loadgen");
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  return options_parse(static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(LoadgenOptions, ValuesFollowASpaceOrAnEqualsSign) {
+  for (const auto& args : {std::vector<std::string>{"--target", "http://127.0.0.1:9/v1/completions", "--num-requests", "7",
+                                                    "--max-tokens", "uniform:2:4", "--seed", "5", "--ignore-eos"},
+                           std::vector<std::string>{"--target=http://127.0.0.1:9/v1/completions", "--num-requests=7",
+                                                    "--max-tokens=uniform:2:4", "--seed=5", "--ignore-eos"}}) {
+    auto o = parse(args);
+    ASSERT_TRUE(o) << o.error().text;
+    EXPECT_EQ(o->target.port, 9);
+    EXPECT_EQ(o->num_requests, 7);
+    EXPECT_EQ(o->max_tokens.shape, length_spec::kind::uniform);
+    EXPECT_EQ(o->seed, 5u);
+    EXPECT_TRUE(o->ignore_eos);
+    EXPECT_EQ(o->concurrency, std::vector<int>{1}) << "the default level";
+    EXPECT_EQ(o->prompt_tokens.text, "32") << "the default prompt length";
+  }
+  auto last = parse({"--target", "ws://127.0.0.1:1/v1/ws", "--concurrency", "1,2", "--concurrency=8"});
+  ASSERT_TRUE(last) << last.error().text;
+  EXPECT_EQ(last->concurrency, std::vector<int>{8}) << "a repeated flag's last value wins";
+  auto compare = parse({"--compare", "a.json", "b.json", "--plot=c.png"});
+  ASSERT_TRUE(compare) << compare.error().text;
+  EXPECT_EQ(compare->compare, (std::pair<std::string, std::string>{"a.json", "b.json"}));
+  EXPECT_EQ(compare->plot_path, "c.png");
+}
+
+TEST(LoadgenOptions, BadValuesAndUnknownFlagsNameTheFlag) {
+  for (const auto& [args, flag] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--target", "ws://127.0.0.1:1/v1/ws", "--num-requests", "0"}, "--num-requests"},
+           {{"--target", "ws://127.0.0.1:1/v1/ws", "--num-requests=many"}, "--num-requests"},
+           {{"--target", "ws://127.0.0.1:1/v1/ws", "--concurrency", "0"}, "--concurrency"},
+           {{"--target", "ws://127.0.0.1:1/v1/ws", "--cancel-fraction", "2"}, "--cancel-fraction"},
+           {{"--target", "ws://127.0.0.1:1/v1/ws", "--prompt-tokens", "zipf:1:2"}, "--prompt-tokens"},
+           {{"--target", "ws://127.0.0.1:1/v1/ws", "--seed", "-1"}, "--seed"},
+           {{"--target", "ws://127.0.0.1:1/v1/ws", "--concurrency", "1", "4"}, "4"},
+           {{"--target", "ws://127.0.0.1:1/v1/ws", "--timeout"}, "--timeout"},
+           {{"--target", "ws://127.0.0.1:1/v1/ws", "--compare", "a.json"}, "--compare"},
+           {{"--target", "ws://10.0.0.1:1/v1/ws"}, "--target"},
+           {{"--concurrency", "4"}, "--target"}}) {
+    auto o = parse(args);
+    ASSERT_FALSE(o) << flag;
+    EXPECT_EQ(o.error().status, 2) << flag;
+    EXPECT_NE(o.error().text.find(flag), std::string::npos) << o.error().text;
+  }
+}
+
+TEST(LoadgenOptions, HelpListsEveryFlag) {
+  options o;
+  CLI::App app("", "loadgen");
+  options_define(app, o);
+  test::expect_help_lists_every_option(app);
+  auto help = parse({"--help"});
+  ASSERT_FALSE(help);
+  EXPECT_EQ(help.error().status, 0);
+  EXPECT_NE(help.error().text.find("--soak-minutes"), std::string::npos);
 }
 
 TEST(LoadgenSse, EventsSurviveAnySplit) {

@@ -1,6 +1,6 @@
 // loadgen: drives a serving endpoint (pagedserve's WebSocket API or an OpenAI-compatible
 // streaming /v1/completions) the way `vllm bench serve` does, and reports its metrics.
-// Usage: see options_usage() or `loadgen --help`.
+// Usage: `loadgen --help` (every flag: loadgen/options.cpp).
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -106,16 +106,8 @@ int run_sweep(const options& o, const prompt_builder& prompts) {
 
 int main(int argc, char** argv) {
   auto parsed = options_parse(argc, argv);
-  if (!parsed) {
-    for (const auto& e : parsed.error()) std::fprintf(stderr, "loadgen: %s\n", e.c_str());
-    std::fprintf(stderr, "run `loadgen --help` for the flags\n");
-    return 2;
-  }
+  if (!parsed) return cli_stop_print(parsed.error());
   const options& o = *parsed;
-  if (o.show_help) {
-    std::printf("%s", options_usage().c_str());
-    return 0;
-  }
   if (o.compare) return run_compare(o);
   options run_options = o;
   if (o.target.kind == target_spec::api::openai_completions && o.model_name.empty())

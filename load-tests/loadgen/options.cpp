@@ -1,12 +1,10 @@
-// Parsing and validation of loadgen's flags (see options_usage() for the list).
+// Parsing and validation of loadgen's flags (`loadgen --help` lists them).
 #include "loadgen/options.hpp"
 
 #include <boost/asio/ip/address.hpp>
 
 #include <charconv>
 #include <cmath>
-#include <functional>
-#include <map>
 
 namespace pagedserve::loadgen {
 
@@ -159,110 +157,35 @@ std::expected<slo_spec, std::string> slo_spec_parse(std::string_view text) {
 
 namespace {
 
-using setter = std::function<std::optional<std::string>(options&, std::string_view)>;
-
-template <typename T>
-setter number(T options::*field, double lo, double hi) {
-  return [=](options& o, std::string_view v) -> std::optional<std::string> {
-    const auto d = to_double(v);
-    if (!d || *d < lo || *d > hi) return "must be a number in " + std::to_string(lo) + ".." + std::to_string(hi);
-    if constexpr (std::is_integral_v<T>) {
-      if (*d != std::floor(*d)) return std::string("must be an integer");
+// "1,4,16": levels, each checked by to_level; the whole list is one flag value, so a repeated flag
+// replaces the list (as every other flag's last value wins).
+template <class T, class ToLevel>
+auto list_parser(ToLevel to_level, std::string what) {
+  return [to_level, what](std::string_view text) -> std::expected<std::vector<T>, std::string> {
+    std::vector<T> levels;
+    for (auto item : split(text, ',')) {
+      const auto level = to_level(item);
+      if (!level) return std::unexpected(what);
+      levels.push_back(*level);
     }
-    o.*field = static_cast<T>(*d);
-    return std::nullopt;
+    return levels;
   };
 }
 
-setter text(std::string options::*field) {
-  return [=](options& o, std::string_view v) -> std::optional<std::string> {
-    o.*field = std::string(v);
-    return std::nullopt;
-  };
+std::expected<std::pair<std::string, std::string>, std::string> header_parse(std::string_view v) {
+  const auto colon = v.find(':');
+  std::string_view name = v.substr(0, colon), value;
+  if (colon != std::string_view::npos) value = v.substr(colon + 1);
+  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  const bool token = !name.empty() && name.find_first_of(" \t\r\n") == std::string_view::npos;
+  if (colon == std::string_view::npos || !token || value.find_first_of("\r\n") != std::string_view::npos)
+    return std::unexpected("use 'Name: value', not '" + std::string(v) + "'");
+  return std::pair<std::string, std::string>(name, value);
 }
 
-const std::map<std::string, setter, std::less<>>& value_flags() {
-  static const std::map<std::string, setter, std::less<>> flags = {
-      {"--target", [](options& o, std::string_view v) -> std::optional<std::string> {
-         auto t = target_spec_parse(v);
-         if (!t) return t.error();
-         o.target = *t;
-         return std::nullopt;
-       }},
-      {"--concurrency", [](options& o, std::string_view v) -> std::optional<std::string> {
-         o.concurrency.clear();
-         for (auto item : split(v, ',')) {
-           const auto n = to_integer(item);
-           if (!n || *n < 1 || *n > 4096) return "levels must be integers in 1..4096";
-           o.concurrency.push_back(static_cast<int>(*n));
-         }
-         return std::nullopt;
-       }},
-      {"--rate", [](options& o, std::string_view v) -> std::optional<std::string> {
-         o.rates.clear();
-         for (auto item : split(v, ',')) {
-           const auto r = to_double(item);
-           if (!r || *r <= 0 || *r > 10000) return "rates must be requests per second in (0, 10000]";
-           o.rates.push_back(*r);
-         }
-         return std::nullopt;
-       }},
-      {"--prompt-tokens", [](options& o, std::string_view v) -> std::optional<std::string> {
-         auto l = length_spec_parse(v);
-         if (!l) return l.error();
-         o.prompt_tokens = *l;
-         return std::nullopt;
-       }},
-      {"--max-tokens", [](options& o, std::string_view v) -> std::optional<std::string> {
-         auto l = length_spec_parse(v);
-         if (!l) return l.error();
-         o.max_tokens = *l;
-         return std::nullopt;
-       }},
-      {"--goodput", [](options& o, std::string_view v) -> std::optional<std::string> {
-         auto s = slo_spec_parse(v);
-         if (!s) return s.error();
-         o.goodput = *s;
-         return std::nullopt;
-       }},
-      {"--header", [](options& o, std::string_view v) -> std::optional<std::string> {
-         const auto colon = v.find(':');
-         std::string_view name = v.substr(0, colon), value;
-         if (colon != std::string_view::npos) value = v.substr(colon + 1);
-         while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
-         const bool token = !name.empty() && name.find_first_of(" \t\r\n") == std::string_view::npos;
-         if (colon == std::string_view::npos || !token || value.find_first_of("\r\n") != std::string_view::npos)
-           return "use 'Name: value'";
-         o.headers.emplace_back(std::string(name), std::string(value));
-         return std::nullopt;
-       }},
-      {"--num-requests", number(&options::num_requests, 1, 100000)},
-      {"--max-concurrency", number(&options::max_concurrency, 0, 4096)},
-      {"--connections", number(&options::connections, 0, 1024)},
-      {"--shared-prefix-tokens", number(&options::shared_prefix_tokens, 0, 100000)},
-      {"--temperature", number(&options::temperature, 0, 10)},
-      {"--seed", number(&options::seed, 0, 9.0e15)},
-      {"--vocab-size", number(&options::vocab_size, 0, 10'000'000)},
-      {"--soak-minutes", number(&options::soak_minutes, 0, 24 * 60)},
-      {"--rss-bound-mb", number(&options::rss_bound_mb, 0, 1e6)},
-      {"--cancel-fraction", number(&options::cancel_fraction, 0, 1)},
-      {"--disconnect-fraction", number(&options::disconnect_fraction, 0, 1)},
-      {"--soak-interval-s", number(&options::soak_interval_s, 0.5, 3600)},
-      {"--timeout-s", number(&options::timeout_s, 0.1, 86400)},
-      {"--level-timeout-s", number(&options::level_timeout_s, 1, 7 * 86400)},
-      {"--tokenizer", text(&options::tokenizer_path)},
-      {"--corpus", text(&options::corpus_path)},
-      {"--model", text(&options::model_name)},
-      {"--extra-body", text(&options::extra_body)},
-      {"--out", text(&options::out_path)},
-      {"--plot", text(&options::plot_path)},
-      {"--label", text(&options::label)},
-  };
-  return flags;
-}
-
-void validate(options& o, std::vector<std::string>& errors) {
-  if (o.compare) return;
+std::vector<std::string> validate(options& o) {
+  std::vector<std::string> errors;
+  if (o.compare) return errors;
   if (o.target.url.empty()) errors.push_back("--target is required (ws://127.0.0.1:PORT/v1/ws or http://127.0.0.1:PORT/v1/completions)");
   if (!o.concurrency.empty() && !o.rates.empty()) errors.push_back("give --concurrency or --rate, not both");
   if (o.concurrency.empty() && o.rates.empty()) o.concurrency = {1};
@@ -276,110 +199,178 @@ void validate(options& o, std::vector<std::string>& errors) {
   if (!o.extra_body.empty() && (o.extra_body.front() != '{' || o.extra_body.back() != '}'))
     errors.push_back("--extra-body must be a JSON object, e.g. '{\"cache_prompt\":false}'");
   if (o.soak_minutes > 0 && !o.rates.empty()) errors.push_back("--soak-minutes runs at the first --concurrency level, not at a --rate");
+  return errors;
+}
+
+void define_target(CLI::App& app, options& o) {
+  cli_add_parsed(app, "--target", o.target, target_spec_parse,
+                 "ws://127.0.0.1:P/v1/ws (pagedserve's WebSocket API) or http://127.0.0.1:P/v1/completions (any "
+                 "OpenAI-compatible streaming completions endpoint); loopback only")
+      ->type_name("URL")
+      ->group("Target");
+  app.add_option("--model", o.model_name, "\"model\" field of OpenAI requests (default: the first of GET /v1/models, else \"default\")")
+      ->type_name("NAME")
+      ->group("Target");
+  app.add_option("--extra-body", o.extra_body, "members added to OpenAI request bodies, e.g. '{\"cache_prompt\":false}'")
+      ->type_name("JSON")
+      ->group("Target");
+  app.add_option_function<std::vector<std::string>>(
+         "--header",
+         [&o](const std::vector<std::string>& texts) {
+           for (const std::string& t : texts) {
+             auto h = header_parse(t);
+             if (!h) throw CLI::ValidationError("--header", h.error());
+             o.headers.push_back(std::move(*h));
+           }
+         },
+         "sent with every WebSocket upgrade and HTTP request (repeatable), e.g. 'X-Session-Id: c1' to keep a run on "
+         "one replica behind scripts/replicas.sh's nginx")
+      ->type_name("'NAME: VALUE'")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false)
+      ->group("Target");
+}
+
+void define_load_shape(CLI::App& app, options& o) {
+  cli_add_parsed(app, "--concurrency", o.concurrency,
+                 list_parser<int>([](std::string_view t) -> std::optional<int> {
+                   const auto n = to_integer(t);
+                   return n && *n >= 1 && *n <= 4096 ? std::optional<int>(static_cast<int>(*n)) : std::nullopt;
+                 }, "levels must be integers in 1..4096"),
+                 "closed-loop sweep: requests kept in flight per level (default 1)")
+      ->type_name("N[,N2..]")
+      ->group("Load shape");
+  cli_add_parsed(app, "--rate", o.rates,
+                 list_parser<double>([](std::string_view t) -> std::optional<double> {
+                   const auto r = to_double(t);
+                   return r && *r > 0 && *r <= 10000 ? r : std::nullopt;
+                 }, "rates must be requests per second in (0, 10000]"),
+                 "open-loop sweep: Poisson arrivals, requests per second")
+      ->type_name("R[,R2..]")
+      ->group("Load shape");
+  app.add_option("--max-concurrency", o.max_concurrency, "open loop: cap on requests in flight (0 = none)")
+      ->check(CLI::Range(0, 4096))
+      ->group("Load shape");
+  app.add_option("--num-requests", o.num_requests,
+                 "per level (default 2 x concurrency, min 4; rate: 20 s of arrivals, 10..1000)")
+      ->check(CLI::Range(1, 100000))
+      ->default_str("")
+      ->group("Load shape");
+  app.add_option("--connections", o.connections,
+                 "WebSocket sockets per level (0 = one per concurrent request; requests share them)")
+      ->check(CLI::Range(0, 1024))
+      ->group("Load shape");
+}
+
+void define_workload(CLI::App& app, options& o) {
+  cli_add_parsed(app, "--prompt-tokens", o.prompt_tokens, length_spec_parse,
+                 "prompt length: N, uniform:A:B or normal:MEAN:STD (default 32); in tokens (BOS included, exact) "
+                 "with --tokenizer, else in words")
+      ->type_name("L")
+      ->group("Workload");
+  cli_add_parsed(app, "--max-tokens", o.max_tokens, length_spec_parse, "output length, same forms (default 128)")
+      ->type_name("L")
+      ->group("Workload");
+  app.add_flag("--ignore-eos", o.ignore_eos, "ask the server to ignore EOS, so outputs are exactly max_tokens long")
+      ->group("Workload");
+  app.add_option("--temperature", o.temperature, "0 = greedy")->check(CLI::Range(0.0, 10.0))->group("Workload");
+  app.add_option("--seed", o.seed, "seeds lengths, arrivals, soak actions and each request's sampling seed")
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{9'000'000'000'000'000}))
+      ->group("Workload");
+  app.add_option("--tokenizer", o.tokenizer_path, "llama2.c tokenizer: prompts of exact token length, unique per request")
+      ->type_name("T.bin")
+      ->group("Workload");
+  app.add_option("--vocab-size", o.vocab_size, "of that tokenizer (0 = counted from the file)")
+      ->check(CLI::Range(0, 10'000'000))
+      ->group("Workload");
+  app.add_option("--corpus", o.corpus_path, "text prompts are cut from (default: a built-in story text)")
+      ->type_name("FILE")
+      ->group("Workload");
+  app.add_option("--shared-prefix-tokens", o.shared_prefix_tokens,
+                 "every prompt starts with the same N-token system prompt (prefix caching)")
+      ->check(CLI::Range(0, 100000))
+      ->group("Workload");
+}
+
+void define_output(CLI::App& app, options& o) {
+  cli_add_parsed(app, "--goodput", o.goodput, slo_spec_parse, "SLOs for goodput (any subset)")
+      ->type_name("ttft:MS,tpot:MS,e2el:MS")
+      ->group("Metrics and output");
+  app.add_option("--out", o.out_path, "results: per level the vllm bench serve metrics and every request's record")
+      ->type_name("FILE.json")
+      ->group("Metrics and output");
+  app.add_flag("--save-itl", o.save_itl, "also keep each request's inter-token gaps in the JSON")
+      ->group("Metrics and output");
+  app.add_option("--plot", o.plot_path, "throughput, TTFT and ITL against concurrency or rate (needs gnuplot)")
+      ->type_name("FILE.png")
+      ->group("Metrics and output");
+  app.add_option("--label", o.label, "names this run in tables, plots and comparisons")
+      ->type_name("NAME")
+      ->group("Metrics and output");
+  app.add_option_function<std::vector<std::string>>(
+         "--compare",
+         [&o](const std::vector<std::string>& files) {
+           if (files.size() != 2) throw CLI::ValidationError("--compare", "needs two result files");
+           o.compare = {files[0], files[1]};
+         },
+         "prints B/A ratios of two result files, level by level")
+      ->expected(2)
+      ->allow_extra_args(false)
+      ->type_name("A.json B.json")
+      ->group("Metrics and output");
+}
+
+void define_soak_and_bounds(CLI::App& app, options& o) {
+  app.add_option("--soak-minutes", o.soak_minutes,
+                 "M minutes of mixed load at the first concurrency level with random cancels and disconnects, then "
+                 "checks GET /health: nothing running or waiting, every KV block free, resident memory grown by at "
+                 "most --rss-bound-mb")
+      ->check(CLI::Range(0.0, 24.0 * 60))
+      ->group("Soak mode");
+  app.add_option("--rss-bound-mb", o.rss_bound_mb, "allowed growth of the server's resident memory")
+      ->check(CLI::Range(0.0, 1e6))
+      ->group("Soak mode");
+  app.add_option("--cancel-fraction", o.cancel_fraction, "share of soak requests cancelled at a random moment")
+      ->check(CLI::Range(0.0, 1.0))
+      ->group("Soak mode");
+  app.add_option("--disconnect-fraction", o.disconnect_fraction, "share whose socket is dropped at a random moment")
+      ->check(CLI::Range(0.0, 1.0))
+      ->group("Soak mode");
+  app.add_option("--soak-interval-s", o.soak_interval_s,
+                 "report requests ended, errors, p99 latencies and GET /health (RSS, KV blocks free) every S seconds")
+      ->check(CLI::Range(0.5, 3600.0))
+      ->group("Soak mode");
+  app.add_option("--timeout-s", o.timeout_s, "one request, send to end")->check(CLI::Range(0.1, 86400.0))->group("Bounds");
+  app.add_option("--level-timeout-s", o.level_timeout_s,
+                 "one level, wall clock; what is still running then fails as timeout")
+      ->check(CLI::Range(1.0, 7.0 * 86400))
+      ->group("Bounds");
 }
 
 }  // namespace
 
-std::expected<options, std::vector<std::string>> options_parse(int argc, char** argv) {
-  options o;
-  std::vector<std::string> errors;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    std::string_view value;
-    bool has_value = false;
-    if (const auto eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-      has_value = true;
-    }
-    if (arg == "-h" || arg == "--help") {
-      o.show_help = true;
-      continue;
-    }
-    if (arg == "--ignore-eos" || arg == "--save-itl") {
-      (arg == "--ignore-eos" ? o.ignore_eos : o.save_itl) = true;
-      continue;
-    }
-    if (arg == "--compare") {
-      if (i + 2 >= argc) {
-        errors.push_back("--compare needs two result files");
-        break;
-      }
-      o.compare = std::pair<std::string, std::string>(argv[i + 1], argv[i + 2]);
-      i += 2;
-      continue;
-    }
-    const auto it = value_flags().find(arg);
-    if (it == value_flags().end()) {
-      errors.push_back("unknown argument '" + std::string(arg) + "'");
-      continue;
-    }
-    if (!has_value) {
-      if (i + 1 >= argc) {
-        errors.push_back(std::string(arg) + " needs a value");
-        continue;
-      }
-      value = argv[++i];
-    }
-    if (auto problem = it->second(o, value)) errors.push_back(std::string(arg) + ": " + *problem);
-  }
-  if (o.show_help) return o;
-  validate(o, errors);
-  if (!errors.empty()) return std::unexpected(std::move(errors));
-  return o;
+void options_define(CLI::App& app, options& o) {
+  cli_app_setup(app,
+                "exit status: 0 all requests completed (soak: all checks passed), 1 setup or I/O error, 2 bad usage,\n"
+                "             3 some requests failed (soak: a check failed)");
+  app.description(
+      "Drives a serving endpoint the way `vllm bench serve` does and reports its metrics.\n"
+      "  loadgen --target URL [workload] [output]\n"
+      "  loadgen --compare A.json B.json [--plot FILE.png]");
+  define_target(app, o);
+  define_load_shape(app, o);
+  define_workload(app, o);
+  define_output(app, o);
+  define_soak_and_bounds(app, o);
+  app.callback([&o] { cli_throw_if_any(validate(o)); });
 }
 
-std::string options_usage() {
-  return R"(usage: loadgen --target URL [workload] [output]
-       loadgen --compare A.json B.json [--plot FILE.png]
-
-Drives a serving endpoint the way `vllm bench serve` does and reports its metrics.
-
-target (loopback only):
-  --target ws://127.0.0.1:P/v1/ws            pagedserve's WebSocket API
-  --target http://127.0.0.1:P/v1/completions any OpenAI-compatible streaming completions endpoint
-  --model NAME           "model" field of OpenAI requests (default: the first of GET /v1/models, else "default")
-  --extra-body JSON      members added to OpenAI request bodies, e.g. '{"cache_prompt":false}'
-  --header 'NAME: VALUE' sent with every WebSocket upgrade and HTTP request (repeatable), e.g.
-                         'X-Session-Id: c1' to keep a run on one replica behind scripts/replicas.sh's nginx
-load shape:
-  --concurrency 1,4,16   closed-loop sweep: requests kept in flight per level (default 1)
-  --rate R[,R2..]        open-loop sweep: Poisson arrivals, requests per second
-  --max-concurrency N    open loop: cap on requests in flight (default none)
-  --num-requests N       per level (default 2 x concurrency, min 4; rate: 20 s of arrivals, 10..1000)
-  --connections N        WebSocket sockets per level (default one per concurrent request; requests share them)
-workload:
-  --prompt-tokens L      prompt length: N, uniform:A:B or normal:MEAN:STD (default 32); in tokens
-                         (BOS included, exact) with --tokenizer, else in words
-  --max-tokens L         output length, same forms (default 128)
-  --ignore-eos           ask the server to ignore EOS, so outputs are exactly max_tokens long
-  --temperature T        (default 0: greedy)
-  --seed S               seeds lengths, arrivals, soak actions and each request's sampling seed (default 0)
-  --tokenizer T.bin      llama2.c tokenizer: prompts of exact token length, unique per request
-  --vocab-size N         of that tokenizer (default: counted from the file)
-  --corpus FILE          text prompts are cut from (default: a built-in story text)
-  --shared-prefix-tokens N  every prompt starts with the same N-token system prompt (prefix caching)
-metrics and output:
-  --goodput ttft:MS,tpot:MS,e2el:MS   SLOs for goodput (any subset)
-  --out FILE.json        results: per level the vllm bench serve metrics and every request's record
-  --save-itl             also keep each request's inter-token gaps in the JSON
-  --plot FILE.png        throughput, TTFT and ITL against concurrency or rate (needs gnuplot)
-  --label NAME           names this run in tables, plots and comparisons
-  --compare A.json B.json  prints B/A ratios of two result files, level by level
-soak mode:
-  --soak-minutes M       M minutes of mixed load at the first concurrency level with random cancels and
-                         disconnects, then checks GET /health: nothing running or waiting, every KV block
-                         free, resident memory grown by at most --rss-bound-mb (default 256)
-  --cancel-fraction F    share of soak requests cancelled at a random moment (default 0.1)
-  --disconnect-fraction F  share whose socket is dropped at a random moment (default 0.05)
-  --soak-interval-s S    report requests ended, errors, p99 latencies and GET /health (RSS, KV blocks
-                         free) every S seconds of the soak (default 60)
-bounds:
-  --timeout-s S          one request, send to end (default 300)
-  --level-timeout-s S    one level, wall clock (default 1800); what is still running then fails as timeout
-exit status: 0 all requests completed (soak: all checks passed), 1 setup or I/O error, 2 bad usage,
-             3 some requests failed (soak: a check failed)
-)";
+std::expected<options, cli_stop> options_parse(int argc, const char* const* argv) {
+  options o;
+  CLI::App app("", "loadgen");
+  options_define(app, o);
+  if (auto stop = cli_app_parse(app, argc, argv)) return std::unexpected(std::move(*stop));
+  return o;
 }
 
 }  // namespace pagedserve::loadgen

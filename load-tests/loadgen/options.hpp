@@ -1,6 +1,7 @@
 #pragma once
-// loadgen's command line: what to load, how hard, and where the results go. Parsed and validated
-// once, every problem reported together; the rest of loadgen reads this struct by const&.
+// loadgen's command line: what to load, how hard, and where the results go. Parsed (CLI11, one
+// definition per flag for parsing and --help) and validated once; the rest of loadgen reads this
+// struct by const&.
 #include <cstdint>
 #include <expected>
 #include <optional>
@@ -9,6 +10,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "src/cli_app.hpp"
 
 namespace pagedserve::loadgen {
 
@@ -79,10 +82,12 @@ struct options {
   double timeout_s = 300;        // one request, from send to its end
   double level_timeout_s = 1800; // one sweep level (or the soak's drain), wall clock
   bool save_itl = false;         // keep every request's inter-token gaps in the JSON
-  bool show_help = false;
 };
 
-std::expected<options, std::vector<std::string>> options_parse(int argc, char** argv);
-std::string options_usage();
+// Sets app up (cli_app_setup) with every loadgen flag, bound to o; its callback validates the
+// combination and fills the defaults that depend on other flags.
+void options_define(CLI::App& app, options& o);
+// Parses a whole command line (argv[0] included): the options, or why the program stops here.
+std::expected<options, cli_stop> options_parse(int argc, const char* const* argv);
 
 }  // namespace pagedserve::loadgen
