@@ -8,13 +8,14 @@
 
 #include "membw.hpp"
 #include "pagedserve/model_load.hpp"
+#include "tools_cli.hpp"
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: decode-limit MODEL\n");
-    return 2;
-  }
-  auto m = pagedserve::model_load_any(argv[1]);
+  CLI::App app("", "decode-limit");
+  std::string path;
+  pagedserve::bench::decode_limit_define(app, path);
+  if (auto stop = pagedserve::cli_app_parse(app, argc, argv)) return pagedserve::cli_stop_print(*stop);
+  auto m = pagedserve::model_load_any(path);
   if (!m) {
     std::fprintf(stderr, "decode-limit: %s\n", m.error().c_str());
     return 1;

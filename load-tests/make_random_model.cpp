@@ -7,7 +7,6 @@
 //   make-random-model --gguf q30b.gguf qwen3moe Q4_K_M 2048 6144 48 32 4 128 151936 40960 128 8 768 1 1
 // or with a llama2.c tokenizer.bin's vocabulary instead (a trailing path), so llama.cpp loads the same
 // file beside pagedserve (load-tests/quant_vs_llama_cpp.sh).
-#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -16,13 +15,9 @@
 
 #include "pagedserve/gguf_random_model.hpp"
 #include "pagedserve/model.hpp"
+#include "tools_cli.hpp"
 
 namespace {
-
-bool to_int(std::string_view s, long long lo, long long hi, long long& out) {
-  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc{} && p == s.data() + s.size() && out >= lo && out <= hi;
-}
 
 // <unk>, <s>, </s>, the 256 byte pieces, then "▁t<id>" words up to vocab_size, so any sampled id decodes.
 void add_synthetic_tokenizer(pagedserve::gguf_writer& w, int vocab_size) {
@@ -80,59 +75,18 @@ bool add_llama2c_tokenizer(pagedserve::gguf_writer& w, const char* path, int voc
   return true;
 }
 
-int gguf_main(int argc, char** argv) {
-  static const char* names[] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "head_dim", "vocab_size",
-                                "seq_len", "n_experts", "n_experts_used", "expert_hidden_dim", "untied", "seed"};
-  if (argc != 18 && argc != 19) {
-    std::fprintf(stderr,
-                 "usage: make-random-model --gguf OUT ARCH RECIPE dim hidden_dim n_layers n_heads n_kv_heads head_dim\n"
-                 "                         vocab_size seq_len n_experts n_experts_used expert_hidden_dim untied seed [TOKENIZER.bin]\n"
-                 "  TOKENIZER.bin: a llama2.c vocabulary to embed (default: bytes plus synthetic words)\n"
-                 "  ARCH: llama, qwen3 or qwen3moe; RECIPE: Q4_K_M, Q5_K_M, Q6_K, Q4_0, Q8_0, IQ4_XS, pure:Q4_K ...\n"
-                 "  e.g. (Qwen3-30B-A3B) make-random-model --gguf q30b.gguf qwen3moe Q4_K_M 2048 6144 48 32 4 128 151936 40960 128 8 768 1 1\n");
-    return 2;
-  }
-  const auto recipe = pagedserve::gguf_recipe_parse(argv[4]);
-  if (!recipe) {
-    std::fprintf(stderr, "make-random-model: unknown recipe '%s'\n", argv[4]);
-    return 2;
-  }
-  long long v[13];
-  for (int i = 0; i < 13; ++i) {
-    const bool zero_ok = i == 5 || (i >= 8 && i <= 12);
-    if (!to_int(argv[i + 5], zero_ok ? 0 : 1, i == 12 ? (1LL << 53) : (1 << 24), v[i])) {
-      std::fprintf(stderr, "make-random-model: bad %s '%s'\n", names[i], argv[i + 5]);
-      return 2;
-    }
-  }
-  pagedserve::model_config c;
-  c.architecture = argv[3];
-  c.dim = static_cast<int>(v[0]), c.hidden_dim = static_cast<int>(v[1]), c.n_layers = static_cast<int>(v[2]);
-  c.n_heads = static_cast<int>(v[3]), c.n_kv_heads = static_cast<int>(v[4]), c.head_dim = static_cast<int>(v[5]);
-  c.vocab_size = static_cast<int>(v[6]), c.seq_len = static_cast<int>(v[7]);
-  c.n_experts = static_cast<int>(v[8]), c.n_experts_used = static_cast<int>(v[9]), c.expert_hidden_dim = static_cast<int>(v[10]);
-  c.norm_topk_prob = true;
-  c.shared_classifier = v[11] == 0;
-  c.rope_theta = 1000000.0f;
-  c.rms_norm_eps = 1e-6f;
-  if ((c.architecture != "llama" && c.architecture != "qwen3" && c.architecture != "qwen3moe") ||
-      (c.n_experts > 0) != (c.architecture == "qwen3moe") || c.n_heads % c.n_kv_heads != 0 || c.head_size() % 2 != 0 ||
-      c.n_experts_used > c.n_experts || c.vocab_size < 260) {
-    std::fprintf(stderr, "make-random-model: need ARCH llama/qwen3/qwen3moe (experts only for qwen3moe), n_kv_heads | n_heads, "
-                         "an even head size, n_experts_used <= n_experts, vocab_size >= 260\n");
-    return 2;
-  }
+int write_gguf(const pagedserve::bench::gguf_random_options& o) {
   pagedserve::gguf_writer w;
-  pagedserve::gguf_add_random_model(w, c, *recipe, static_cast<std::uint64_t>(v[12]));
-  if (argc == 19) {
-    if (!add_llama2c_tokenizer(w, argv[18], c.vocab_size)) {
-      std::fprintf(stderr, "make-random-model: cannot read %d tokens from %s\n", c.vocab_size, argv[18]);
+  pagedserve::gguf_add_random_model(w, o.config, o.recipe, o.seed);
+  if (!o.tokenizer.empty()) {
+    if (!add_llama2c_tokenizer(w, o.tokenizer.c_str(), o.config.vocab_size)) {
+      std::fprintf(stderr, "make-random-model: cannot read %d tokens from %s\n", o.config.vocab_size, o.tokenizer.c_str());
       return 1;
     }
   } else {
-    add_synthetic_tokenizer(w, c.vocab_size);
+    add_synthetic_tokenizer(w, o.config.vocab_size);
   }
-  if (auto written = w.write(argv[2]); !written) {
+  if (auto written = w.write(o.out); !written) {
     std::fprintf(stderr, "make-random-model: %s\n", written.error().c_str());
     return 1;
   }
@@ -142,37 +96,18 @@ int gguf_main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::string_view(argv[1]) == "--gguf") return gguf_main(argc, argv);
-  static const char* names[] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len", "untied", "seed"};
-  if (argc != 11) {
-    std::fprintf(stderr,
-                 "usage: make-random-model OUT dim hidden_dim n_layers n_heads n_kv_heads vocab_size seq_len untied seed\n"
-                 "  untied: 1 writes a separate classifier (wcls), 0 ties it to the token embedding\n"
-                 "  e.g. make-random-model s110m.bin 768 2048 12 12 12 32000 1024 0 1\n");
-    return 2;
+  CLI::App app("", "make-random-model");
+  // The GGUF form's arguments differ from the first one on: --gguf, always first, picks it.
+  if (argc > 1 && std::string_view(argv[1]) == "--gguf") {
+    pagedserve::bench::gguf_random_options o;
+    pagedserve::bench::gguf_random_define(app, o);
+    if (auto stop = pagedserve::cli_app_parse(app, argc, argv)) return pagedserve::cli_stop_print(*stop);
+    return write_gguf(o);
   }
-  long long v[9];
-  for (int i = 0; i < 9; ++i) {
-    const long long hi = i == 8 ? (1LL << 53) : (i == 7 ? 1 : 1 << 24);
-    if (!to_int(argv[i + 2], i == 7 || i == 8 ? 0 : 1, hi, v[i])) {
-      std::fprintf(stderr, "make-random-model: bad %s '%s'\n", names[i], argv[i + 2]);
-      return 2;
-    }
-  }
-  pagedserve::model_config c;
-  c.dim = static_cast<int>(v[0]);
-  c.hidden_dim = static_cast<int>(v[1]);
-  c.n_layers = static_cast<int>(v[2]);
-  c.n_heads = static_cast<int>(v[3]);
-  c.n_kv_heads = static_cast<int>(v[4]);
-  c.vocab_size = static_cast<int>(v[5]);
-  c.seq_len = static_cast<int>(v[6]);
-  c.shared_classifier = v[7] == 0;
-  if (c.dim % c.n_heads != 0 || c.n_heads % c.n_kv_heads != 0 || (c.dim / c.n_heads) % 2 != 0) {
-    std::fprintf(stderr, "make-random-model: need dim %% n_heads == 0, n_heads %% n_kv_heads == 0 and an even head size\n");
-    return 2;
-  }
-  if (auto written = pagedserve::llama2c_write_random(argv[1], c, static_cast<std::uint64_t>(v[8])); !written) {
+  pagedserve::bench::llama2c_random_options o;
+  pagedserve::bench::llama2c_random_define(app, o);
+  if (auto stop = pagedserve::cli_app_parse(app, argc, argv)) return pagedserve::cli_stop_print(*stop);
+  if (auto written = pagedserve::llama2c_write_random(o.out, o.config, o.seed); !written) {
     std::fprintf(stderr, "make-random-model: %s\n", written.error().c_str());
     return 1;
   }
