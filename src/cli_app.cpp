@@ -21,7 +21,7 @@ std::string command_path(const CLI::App& app) {
   return path;
 }
 
-std::optional<cli_stop> stop_from(const CLI::App& app, const CLI::ParseError& e) {
+cli_stop stop_from(const CLI::App& app, const CLI::ParseError& e) {
   if (dynamic_cast<const CLI::CallForHelp*>(&e) || dynamic_cast<const CLI::CallForAllHelp*>(&e))
     return cli_stop{0, app.help()};
   if (dynamic_cast<const CLI::CallForVersion*>(&e)) return cli_stop{0, std::string(e.what()) + "\n"};

@@ -48,7 +48,7 @@ void add_compute_flags(CLI::App& sub, config& c) {
   sub.add_option("--kv-cache-dtype", c.engine.kv_cache_dtype, "KV cache element type (f16: half the memory)")
       ->type_name("f32|f16")
       ->group("Engine");
-  sub.add_option("--log-level", c.log_level, "")->type_name("trace|debug|info|warn|error");
+  sub.add_option("--log-level", c.log_level, "spdlog level of the log on stderr")->type_name("trace|debug|info|warn|error");
 }
 
 void add_scheduler_flags(CLI::App& sub, engine_config& e) {
