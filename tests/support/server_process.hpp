@@ -2,19 +2,29 @@
 // `pagedserve serve` on an ephemeral port for the end-to-end tests and load-tests' loadgen tests,
 // always stopped (SIGTERM, then SIGKILL) when the test ends, and the CLI's greedy completion to
 // compare it with. The served model is the repository's stories260K (tests/data).
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
+#include <optional>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "support/child_process.hpp"
+#include "support/http_client.hpp"
+#include "support/sanitizer_env.hpp"
 #include "support/test_paths.hpp"
 
 namespace pagedserve::e2e {
