@@ -117,13 +117,16 @@ TEST_P(chat_template_golden_of, renders_every_golden_conversation_byte_for_byte)
 // llama2 has no chat template: its golden has no chat cases, and the test checks the config has none.
 INSTANTIATE_TEST_SUITE_P(hf, chat_template_golden_of, testing::Values("qwen3", "llama3", "llama2"));
 
-TEST(chat_template_golden, loads_special_tokens_from_tokenizer_config) {
+TEST(chat_template_golden, loads_qwen3_special_tokens_from_tokenizer_config) {
   const fs::path qwen3_dir = test::tokenizer_dir("qwen3");
   PAGEDSERVE_REQUIRE_DATA(qwen3_dir);
   const auto qwen3 = chat_template_load(qwen3_dir / "tokenizer_config.json");
   ASSERT_TRUE(qwen3.has_value()) << qwen3.error();
   EXPECT_FALSE(qwen3->bos_token.has_value());  // null in the file: bos_token stays undefined
   EXPECT_EQ(qwen3->eos_token, "<|im_end|>");
+}
+
+TEST(chat_template_golden, loads_llama_special_tokens_from_tokenizer_config) {
   const fs::path llama3_dir = test::tokenizer_dir("llama3"), llama2_dir = test::tokenizer_dir("llama2");
   PAGEDSERVE_REQUIRE_DATA(llama3_dir);
   PAGEDSERVE_REQUIRE_DATA(llama2_dir);

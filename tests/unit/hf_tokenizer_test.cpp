@@ -96,8 +96,8 @@ TEST_P(hf_tokenizer_golden, every_case) {
 
 INSTANTIATE_TEST_SUITE_P(hf, hf_tokenizer_golden, ::testing::Values("qwen3", "llama3", "llama2"));
 
-TEST(hf_tokenizer, special_ids_from_config) {
-  const fs::path q = tokenizer_dir("qwen3"), l3 = tokenizer_dir("llama3"), l2 = tokenizer_dir("llama2");
+TEST(hf_tokenizer, qwen3_special_ids_from_config) {
+  const fs::path q = tokenizer_dir("qwen3");
   PAGEDSERVE_REQUIRE_DATA(q);
   auto qwen = hf_tokenizer_load(q / "tokenizer.json");
   ASSERT_TRUE(qwen) << qwen.error();
@@ -111,7 +111,10 @@ TEST(hf_tokenizer, special_ids_from_config) {
   const std::vector<token_id> chat = {151644, 9707, 151645};
   EXPECT_EQ((*qwen)->decode(chat, false), "<|im_start|>Hello<|im_end|>");
   EXPECT_EQ((*qwen)->decode(chat, true), "Hello");
+}
 
+TEST(hf_tokenizer, llama3_special_ids_from_config) {
+  const fs::path l3 = tokenizer_dir("llama3");
   PAGEDSERVE_REQUIRE_DATA(l3);
   auto llama3 = hf_tokenizer_load(l3);
   ASSERT_TRUE(llama3) << llama3.error();
@@ -122,7 +125,10 @@ TEST(hf_tokenizer, special_ids_from_config) {
   const std::vector<token_id> spaced = {9906, 1174, 1917, 662};  // "Hello" " ," " world" " ."
   EXPECT_EQ((*llama3)->decode(spaced, false), "Hello, world.");  // clean_up_tokenization_spaces
   EXPECT_EQ(streamed(**llama3, spaced), "Hello , world .");
+}
 
+TEST(hf_tokenizer, llama2_special_ids_from_config) {
+  const fs::path l2 = tokenizer_dir("llama2");
   PAGEDSERVE_REQUIRE_DATA(l2);
   auto llama2 = hf_tokenizer_load(l2);
   ASSERT_TRUE(llama2) << llama2.error();
@@ -335,7 +341,7 @@ TEST_F(hf_tokenizer_files, corrupt_files_are_clear_errors) {
 }
 
 TEST_F(hf_tokenizer_files, truncated_real_files_are_errors) {
-  const fs::path dir = tokenizer_dir("llama2");
+  const fs::path dir = tokenizer_dir("qwen3");
   PAGEDSERVE_REQUIRE_DATA(dir);
   std::ifstream in(dir / "tokenizer.json", std::ios::binary);
   const std::string full{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
