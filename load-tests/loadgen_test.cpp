@@ -22,6 +22,10 @@ fs::path scratch_dir() {
   return dir;
 }
 
+std::string completions_url(unsigned short port) {
+  return "http://127.0.0.1:" + std::to_string(port) + "/v1/completions";
+}
+
 std::string describe(const e2e::process_result& r) {
   const std::string end = r.exited      ? "exit " + std::to_string(r.exit_code)
                           : r.timed_out ? std::string("killed at its deadline")
@@ -164,9 +168,9 @@ TEST(LoadgenFakeSse, OpenAiStreamCountsAddUp) {
   fake_sse_server fake;
   const fs::path json = dir / "results.json";
   const auto r = e2e::run_process(
-      {LOADGEN_BINARY, "--target", "http://127.0.0.1:" + std::to_string(fake.port()) + "/v1/completions",
-       "--concurrency", "1,4", "--num-requests", "8", "--max-tokens", "5", "--ignore-eos", "--prompt-tokens", "12",
-       "--model", "fake", "--extra-body", R"({"cache_prompt":false})", "--out", json.string()},
+      {LOADGEN_BINARY, "--target", completions_url(fake.port()), "--concurrency", "1,4", "--num-requests", "8",
+       "--max-tokens", "5", "--ignore-eos", "--prompt-tokens", "12", "--model", "fake", "--extra-body",
+       R"({"cache_prompt":false})", "--out", json.string()},
       std::chrono::seconds(60));
   ASSERT_EQ(r.exit_code, 0) << describe(r);
   EXPECT_EQ(fake.requests(), 16);
@@ -202,10 +206,10 @@ TEST(LoadgenFakeSse, HttpErrorsAreCountedByKind) {
   const fs::path dir = scratch_dir();
   fake_sse_server fake;
   const fs::path json = dir / "results.json";
-  const auto r = e2e::run_process(
-      {LOADGEN_BINARY, "--target", "http://127.0.0.1:" + std::to_string(fake.port()) + "/v1/completions",
-       "--concurrency", "2", "--num-requests", "4", "--max-tokens", "5", "--model", "fail503", "--out", json.string()},
-      std::chrono::seconds(60));
+  const auto r =
+      e2e::run_process({LOADGEN_BINARY, "--target", completions_url(fake.port()), "--concurrency", "2",
+                        "--num-requests", "4", "--max-tokens", "5", "--model", "fail503", "--out", json.string()},
+                       std::chrono::seconds(60));
   ASSERT_EQ(r.exit_code, 3) << "failed requests must give exit status 3\n" << describe(r);
   simdjson::dom::parser parser;
   for (simdjson::dom::object level : check_results(parser, json, 1)) {
@@ -236,10 +240,9 @@ TEST(LoadgenCli, ConnectionRefusedIsAnErrorNotAHang) {
     boost::asio::ip::tcp::acceptor a(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
     port = a.local_endpoint().port();
   }
-  const auto r =
-      e2e::run_process({LOADGEN_BINARY, "--target", "http://127.0.0.1:" + std::to_string(port) + "/v1/completions",
-                        "--num-requests", "2", "--max-tokens", "4", "--out", (dir / "r.json").string()},
-                       std::chrono::seconds(30));
+  const auto r = e2e::run_process({LOADGEN_BINARY, "--target", completions_url(port), "--num-requests", "2",
+                                   "--max-tokens", "4", "--out", (dir / "r.json").string()},
+                                  std::chrono::seconds(30));
   EXPECT_EQ(r.exit_code, 3) << describe(r);
   simdjson::dom::parser parser;
   for (simdjson::dom::object level : check_results(parser, dir / "r.json", 1))
