@@ -9,9 +9,11 @@ namespace pagedserve::loadgen {
 
 std::expected<health_status, std::string> http_get(const target_spec& target, const std::string& path,
                                                    std::chrono::milliseconds timeout) {
-  const std::string host = target.address.find(':') != std::string::npos ? "[" + target.address + "]" : target.address;
-  auto res = hub_http_get("http://" + host + ":" + std::to_string(target.port) + path,
-                          {{"User-Agent", "pagedserve-loadgen"}}, {.connect_timeout = timeout, .read_timeout = timeout});
+  const bool ipv6 = target.address.find(':') != std::string::npos;
+  const std::string host = ipv6 ? "[" + target.address + "]" : target.address;
+  const std::string url = "http://" + host + ":" + std::to_string(target.port) + path;
+  auto res = hub_http_get(url, {{"User-Agent", "pagedserve-loadgen"}},
+                          {.connect_timeout = timeout, .read_timeout = timeout});
   if (!res) return std::unexpected("GET " + path + ": " + res.error());
   auto body = res->body->read_all(64 << 20);
   if (!body) return std::unexpected("GET " + path + ": " + body.error());
