@@ -5,7 +5,7 @@
 # 2147483647, ~900 KB prompts with n=16, empty prompts. ROUNDS (default 5) x 2 phases of PHASE_S
 # (default 60) seconds: 10 minutes. Alternating A/B phases keeps drifts of the machine (bandwidth,
 # other load) out of the ratio.
-#   load-tests/hostile_soak.sh                   # 10 minutes, stories260K from ../shared
+#   load-tests/hostile_soak.sh                   # 10 minutes, stories260K from tests/data
 #   ROUNDS=1 PHASE_S=20 load-tests/hostile_soak.sh   # a quick look
 # Prints per phase the well-behaved clients' table row (p99 TTFT/ITL/E2EL, errors), the B/A ratios of
 # each round (loadgen --compare), what the hostile mix got back (HTTP status counts), and the soak
@@ -15,11 +15,10 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 # shellcheck source=load-tests/server_lib.sh
 . "$root/load-tests/server_lib.sh"
-shared="${SHARED:-$root/../shared}"
 pagedserve="${PAGEDSERVE:-$root/build/pagedserve}"
 loadgen="${LOADGEN:-$root/build/loadgen}"
-model="${MODEL:-$shared/models/stories260K.bin}"
-tokenizer="${TOKENIZER:-$shared/models/tok512.bin}"
+model="${MODEL:-$root/tests/data/models/stories260K.bin}"
+tokenizer="${TOKENIZER:-$root/tests/data/models/tok512.bin}"
 rounds="${ROUNDS:-5}"
 phase_s="${PHASE_S:-60}"
 results="$root/load-tests/results"

@@ -4,9 +4,10 @@
 #include <simdjson.h>
 
 #include <filesystem>
+#include <memory>
 
 #include "fake_sse_server.hpp"
-#include "test_process.hpp"
+#include "support/server_process.hpp"
 
 namespace pagedserve::loadgen::test {
 namespace {
@@ -21,14 +22,15 @@ fs::path scratch_dir() {
   return dir;
 }
 
-fs::path shared_model(const std::string& name) {
-  const fs::path p = fs::path(PAGEDSERVE_SHARED_DIR) / "models" / name;
-  return fs::exists(p) ? p : fs::path();
+std::string completions_url(unsigned short port) {
+  return "http://127.0.0.1:" + std::to_string(port) + "/v1/completions";
 }
 
-std::string describe(const run_result& r) {
-  return "exit " + (r.exit_code ? std::to_string(*r.exit_code) : std::string("(killed)")) + "\n--- stdout ---\n" + r.out +
-         "\n--- stderr ---\n" + r.err;
+std::string describe(const e2e::process_result& r) {
+  const std::string end = r.exited      ? "exit " + std::to_string(r.exit_code)
+                          : r.timed_out ? std::string("killed at its deadline")
+                                        : "killed by signal " + std::to_string(r.term_signal);
+  return end + "\n--- stdout ---\n" + r.out + "\n--- stderr ---\n" + r.err;
 }
 
 // The invariants every sweep result must hold: per level, sent == completed + failed, and for each
@@ -79,20 +81,29 @@ std::int64_t get_int(simdjson::dom::object o, const char* key) {
   return v;
 }
 
-TEST(LoadgenRealServer, WebSocketSweepCountsAddUp) {
-  const fs::path model = shared_model("stories260K.bin"), tok = shared_model("tok512.bin");
-  if (model.empty() || tok.empty()) GTEST_SKIP() << "../shared/models (stories260K.bin, tok512.bin) is absent: skipping";
+// pagedserve serving stories260K on an ephemeral port, for loadgen to drive over WebSocket.
+class LoadgenRealServer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    PAGEDSERVE_REQUIRE_DATA(e2e::model_path());
+    PAGEDSERVE_REQUIRE_DATA(tok_);
+    server_ = std::make_unique<e2e::server_process>(std::vector<std::string>{}, std::chrono::seconds(20));
+    ASSERT_TRUE(server_->ready()) << server_->error();
+  }
+  std::string ws_target() const { return "ws://127.0.0.1:" + std::to_string(server_->port()) + "/v1/ws"; }
+
+  const fs::path tok_ = e2e::tokenizer_path();
+  std::unique_ptr<e2e::server_process> server_;
+};
+
+TEST_F(LoadgenRealServer, WebSocketSweepCountsAddUp) {
   const fs::path dir = scratch_dir();
-  server_process server({PAGEDSERVE_BINARY, "serve", "--model", model.string(), "--tokenizer", tok.string(), "--host",
-                         "127.0.0.1", "--port", "0", "--log-level", "info"},
-                        dir);
-  ASSERT_TRUE(server.ready()) << server.error();
   const fs::path json = dir / "results.json";
-  const auto r = run({LOADGEN_BINARY, "--target", "ws://127.0.0.1:" + std::to_string(server.port()) + "/v1/ws",
-                      "--concurrency", "1,4", "--num-requests", "8", "--max-tokens", "16", "--ignore-eos",
-                      "--prompt-tokens", "20", "--tokenizer", tok.string(), "--out", json.string(), "--label", "ctest"},
-                     dir, "loadgen", std::chrono::seconds(120));
-  ASSERT_EQ(r.exit_code, 0) << describe(r) << server.error();
+  const auto r = e2e::run_process({LOADGEN_BINARY, "--target", ws_target(), "--concurrency", "1,4", "--num-requests",
+                                   "8", "--max-tokens", "16", "--ignore-eos", "--prompt-tokens", "20", "--tokenizer",
+                                   tok_.string(), "--out", json.string(), "--label", "ctest"},
+                                  std::chrono::seconds(120));
+  ASSERT_EQ(r.exit_code, 0) << describe(r) << server_->error();
   simdjson::dom::parser parser;
   for (simdjson::dom::object level : check_results(parser, json, 2)) {
     EXPECT_EQ(get_int(level, "num_requests"), 8);
@@ -111,22 +122,17 @@ TEST(LoadgenRealServer, WebSocketSweepCountsAddUp) {
   EXPECT_NE(r.out.find("out tok/s"), std::string::npos) << "no table on stdout:\n" << r.out;
 }
 
-TEST(LoadgenRealServer, ShortSoakEndsAtRest) {
-  const fs::path model = shared_model("stories260K.bin"), tok = shared_model("tok512.bin");
-  if (model.empty() || tok.empty()) GTEST_SKIP() << "../shared/models (stories260K.bin, tok512.bin) is absent: skipping";
+TEST_F(LoadgenRealServer, ShortSoakEndsAtRest) {
   const fs::path dir = scratch_dir();
-  server_process server({PAGEDSERVE_BINARY, "serve", "--model", model.string(), "--tokenizer", tok.string(), "--host",
-                         "127.0.0.1", "--port", "0", "--log-level", "info"},
-                        dir);
-  ASSERT_TRUE(server.ready()) << server.error();
   const fs::path json = dir / "soak.json";
   // 3 s of load at 8 in flight: a third cancelled or dropped at random moments.
-  const auto r = run({LOADGEN_BINARY, "--target", "ws://127.0.0.1:" + std::to_string(server.port()) + "/v1/ws",
-                      "--soak-minutes", "0.05", "--concurrency", "8", "--max-tokens", "uniform:8:96", "--ignore-eos",
-                      "--prompt-tokens", "uniform:4:120", "--tokenizer", tok.string(), "--cancel-fraction", "0.2",
-                      "--disconnect-fraction", "0.15", "--seed", "3", "--soak-interval-s", "1", "--out", json.string()},
-                     dir, "loadgen", std::chrono::seconds(120));
-  ASSERT_EQ(r.exit_code, 0) << describe(r) << server.error();
+  const auto r = e2e::run_process(
+      {LOADGEN_BINARY, "--target", ws_target(), "--soak-minutes", "0.05", "--concurrency", "8", "--max-tokens",
+       "uniform:8:96", "--ignore-eos", "--prompt-tokens", "uniform:4:120", "--tokenizer", tok_.string(),
+       "--cancel-fraction", "0.2", "--disconnect-fraction", "0.15", "--seed", "3", "--soak-interval-s", "1", "--out",
+       json.string()},
+      std::chrono::seconds(120));
+  ASSERT_EQ(r.exit_code, 0) << describe(r) << server_->error();
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   ASSERT_FALSE(parser.load(json.string()).get(doc));
@@ -161,11 +167,11 @@ TEST(LoadgenFakeSse, OpenAiStreamCountsAddUp) {
   const fs::path dir = scratch_dir();
   fake_sse_server fake;
   const fs::path json = dir / "results.json";
-  const auto r = run({LOADGEN_BINARY, "--target", "http://127.0.0.1:" + std::to_string(fake.port()) + "/v1/completions",
-                      "--concurrency", "1,4", "--num-requests", "8", "--max-tokens", "5", "--ignore-eos",
-                      "--prompt-tokens", "12", "--model", "fake", "--extra-body", R"({"cache_prompt":false})", "--out",
-                      json.string()},
-                     dir, "loadgen", std::chrono::seconds(60));
+  const auto r = e2e::run_process(
+      {LOADGEN_BINARY, "--target", completions_url(fake.port()), "--concurrency", "1,4", "--num-requests", "8",
+       "--max-tokens", "5", "--ignore-eos", "--prompt-tokens", "12", "--model", "fake", "--extra-body",
+       R"({"cache_prompt":false})", "--out", json.string()},
+      std::chrono::seconds(60));
   ASSERT_EQ(r.exit_code, 0) << describe(r);
   EXPECT_EQ(fake.requests(), 16);
   simdjson::dom::parser parser;
@@ -200,10 +206,10 @@ TEST(LoadgenFakeSse, HttpErrorsAreCountedByKind) {
   const fs::path dir = scratch_dir();
   fake_sse_server fake;
   const fs::path json = dir / "results.json";
-  const auto r = run({LOADGEN_BINARY, "--target", "http://127.0.0.1:" + std::to_string(fake.port()) + "/v1/completions",
-                      "--concurrency", "2", "--num-requests", "4", "--max-tokens", "5", "--model", "fail503", "--out",
-                      json.string()},
-                     dir, "loadgen", std::chrono::seconds(60));
+  const auto r =
+      e2e::run_process({LOADGEN_BINARY, "--target", completions_url(fake.port()), "--concurrency", "2",
+                        "--num-requests", "4", "--max-tokens", "5", "--model", "fail503", "--out", json.string()},
+                       std::chrono::seconds(60));
   ASSERT_EQ(r.exit_code, 3) << "failed requests must give exit status 3\n" << describe(r);
   simdjson::dom::parser parser;
   for (simdjson::dom::object level : check_results(parser, json, 1)) {
@@ -214,13 +220,13 @@ TEST(LoadgenFakeSse, HttpErrorsAreCountedByKind) {
 }
 
 TEST(LoadgenCli, RefusesNonLoopbackTargetsAndBadFlags) {
-  const fs::path dir = scratch_dir();
-  auto r = run({LOADGEN_BINARY, "--target", "ws://10.1.2.3:8080/v1/ws"}, dir, "remote", std::chrono::seconds(10));
+  auto r = e2e::run_process({LOADGEN_BINARY, "--target", "ws://10.1.2.3:8080/v1/ws"}, std::chrono::seconds(10));
   EXPECT_EQ(r.exit_code, 2) << describe(r);
   EXPECT_NE(r.err.find("loopback"), std::string::npos) << r.err;
-  r = run({LOADGEN_BINARY, "--target", "ws://127.0.0.1:1/v1/ws", "--concurrency", "0"}, dir, "zero", std::chrono::seconds(10));
+  r = e2e::run_process({LOADGEN_BINARY, "--target", "ws://127.0.0.1:1/v1/ws", "--concurrency", "0"},
+                       std::chrono::seconds(10));
   EXPECT_EQ(r.exit_code, 2) << describe(r);
-  r = run({LOADGEN_BINARY, "--help"}, dir, "help", std::chrono::seconds(10));
+  r = e2e::run_process({LOADGEN_BINARY, "--help"}, std::chrono::seconds(10));
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("--compare"), std::string::npos);
 }
@@ -234,9 +240,9 @@ TEST(LoadgenCli, ConnectionRefusedIsAnErrorNotAHang) {
     boost::asio::ip::tcp::acceptor a(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
     port = a.local_endpoint().port();
   }
-  const auto r = run({LOADGEN_BINARY, "--target", "http://127.0.0.1:" + std::to_string(port) + "/v1/completions",
-                      "--num-requests", "2", "--max-tokens", "4", "--out", (dir / "r.json").string()},
-                     dir, "refused", std::chrono::seconds(30));
+  const auto r = e2e::run_process({LOADGEN_BINARY, "--target", completions_url(port), "--num-requests", "2",
+                                   "--max-tokens", "4", "--out", (dir / "r.json").string()},
+                                  std::chrono::seconds(30));
   EXPECT_EQ(r.exit_code, 3) << describe(r);
   simdjson::dom::parser parser;
   for (simdjson::dom::object level : check_results(parser, dir / "r.json", 1))

@@ -12,6 +12,7 @@
 #include "loadgen/sse_parser.hpp"
 #include "loadgen/workload.hpp"
 #include "support/cli_help_check.hpp"
+#include "support/test_paths.hpp"
 
 namespace pagedserve::loadgen {
 namespace {
@@ -275,8 +276,8 @@ TEST(LoadgenMetrics, IntervalsCountEachRequestWhereItEnded) {
 }
 
 TEST(LoadgenWorkload, PromptsHaveExactTokenCountsAndDiffer) {
-  const std::filesystem::path tok_path = std::filesystem::path(PAGEDSERVE_SHARED_DIR) / "models" / "tok512.bin";
-  if (!std::filesystem::exists(tok_path)) GTEST_SKIP() << "../shared/models/tok512.bin is absent: skipping";
+  const std::filesystem::path tok_path = pagedserve::test::model_file("tok512.bin");
+  PAGEDSERVE_REQUIRE_DATA(tok_path);
   const auto n_vocab = llama2c_tokenizer_count(tok_path.string());
   ASSERT_TRUE(n_vocab) << n_vocab.error();
   EXPECT_EQ(*n_vocab, 512);

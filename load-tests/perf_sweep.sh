@@ -3,7 +3,7 @@
 # 128 output tokens with ignore_eos, 2 x concurrency requests per level (min 4), over WebSocket.
 #   load-tests/perf_sweep.sh s110m      # random-weight s110m (written once to $MODEL_DIR), levels 1,4,16,64
 #   load-tests/perf_sweep.sh tinyllama  # random-weight TinyLlama shape (4.4 GB fp32, written once), levels 1,16
-#   load-tests/perf_sweep.sh stories260K  # ../shared/models/stories260K.bin, levels 1,4,16
+#   load-tests/perf_sweep.sh stories260K  # tests/data/models/stories260K.bin, levels 1,4,16
 # Results go to load-tests/results/<model>-ws.{json,png}. Override binaries with PAGEDSERVE=, LOADGEN=,
 # MAKE_MODEL=; levels with LEVELS=; server flags with SERVER_ARGS=.
 set -euo pipefail
@@ -32,8 +32,8 @@ case "${1:-s110m}" in
     server_args="${SERVER_ARGS:---kv-blocks 1024 --max-num-seqs 64 --max-num-batched-tokens 512}"
     name=tinyllama ;;
   stories260K)
-    model="$shared/models/stories260K.bin"
-    tokenizer="$shared/models/tok512.bin"
+    model="$root/tests/data/models/stories260K.bin"
+    tokenizer="$root/tests/data/models/tok512.bin"
     levels="${LEVELS:-1,4,16}"
     server_args="${SERVER_ARGS:-}"
     name=stories260K ;;

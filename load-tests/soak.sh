@@ -5,7 +5,7 @@
 # dropped at a random moment (the socket closed without a word) and 5% cancelled. Then each
 # loadgen checks the server is at rest: every request answered, nothing running or waiting, every
 # KV block free, resident memory grown by at most RSS_BOUND_MB since its warm-up.
-#   load-tests/soak.sh                       # 10 minutes, stories260K from ../shared
+#   load-tests/soak.sh                       # 10 minutes, stories260K from tests/data
 #   MINUTES=0.5 load-tests/soak.sh           # a quick look
 #   MODEL=/tmp/s110m.bin TOKENIZER=../shared/models/tokenizer.bin load-tests/soak.sh
 # Prints each client's table: per INTERVAL_S (default 60) seconds the requests ended, errors by kind,
@@ -16,11 +16,10 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 # shellcheck source=load-tests/server_lib.sh
 . "$root/load-tests/server_lib.sh"
-shared="${SHARED:-$root/../shared}"
 pagedserve="${PAGEDSERVE:-$root/build/pagedserve}"
 loadgen="${LOADGEN:-$root/build/loadgen}"
-model="${MODEL:-$shared/models/stories260K.bin}"
-tokenizer="${TOKENIZER:-$shared/models/tok512.bin}"
+model="${MODEL:-$root/tests/data/models/stories260K.bin}"
+tokenizer="${TOKENIZER:-$root/tests/data/models/tok512.bin}"
 minutes="${MINUTES:-10}"
 results="$root/load-tests/results"
 mkdir -p "$results"

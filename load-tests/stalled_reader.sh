@@ -3,7 +3,7 @@
 # them that sends a long generation (500 tokens, 20 logprobs each: ~300 KB of frames) and never reads
 # (4 KiB receive buffer), against the same 16 streams alone, on one server. Goal: within 10%.
 # Pass/fail of the behaviour is tests/e2e/backpressure_test; this only measures.
-#   load-tests/stalled_reader.sh          # stories260K from ../shared; ROUNDS=3 by default
+#   load-tests/stalled_reader.sh          # stories260K from tests/data; ROUNDS=3 by default
 #   SERVER_ARGS='--max-outbound-bytes 4194304' load-tests/stalled_reader.sh   # the default limit
 #   STALLED_REQUESTS=16 load-tests/stalled_reader.sh   # enough output to pass the limit (client_too_slow)
 #   STALLED_READS=1 load-tests/stalled_reader.sh       # control: the same client, reading all it gets
@@ -11,11 +11,10 @@
 # and RSS at the start and end; results in load-tests/results/stalled-reader-*.json.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-shared="${SHARED:-$root/../shared}"
 pagedserve="${PAGEDSERVE:-$root/build/pagedserve}"
 loadgen="${LOADGEN:-$root/build/loadgen}"
-model="${MODEL:-$shared/models/stories260K.bin}"
-tokenizer="${TOKENIZER:-$shared/models/tok512.bin}"
+model="${MODEL:-$root/tests/data/models/stories260K.bin}"
+tokenizer="${TOKENIZER:-$root/tests/data/models/tok512.bin}"
 rounds="${ROUNDS:-3}"
 results="$root/load-tests/results"
 mkdir -p "$results"

@@ -2,7 +2,7 @@
 # Installs what is missing, builds, and runs every test (unit, kernels, model, actors, end-to-end,
 # loadtest), then every suite again under ASan+UBSan, the actor and scheduler tests under TSan, and
 # every libFuzzer target for a bounded time. Any failure, sanitizer report or fuzz crash fails the run.
-# Tests that need ../shared (models, goldens) skip with a message where it is absent.
+# Tests read tests/data; those that need the Llama-licensed files of ../shared skip with a message where it is absent.
 # PAGEDSERVE_QUICK=1 runs only the Release tree (the first stage).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -68,7 +68,4 @@ std::string encode_tokenize(const std::vector<token_id>& ids, int max_model_len,
                             const std::vector<std::string>* token_strs);
 std::string encode_detokenize(std::string_view text);
 
-// s with every invalid UTF-8 sequence replaced by U+FFFD (token pieces may be partial characters).
-std::string utf8_sanitize(std::string_view s);
-
 }  // namespace pagedserve::openai

@@ -1,48 +1,25 @@
-// Blocking GET /health (health.hpp).
+// Blocking GET /health (health.hpp), over the product's own blocking HTTP client.
 #include "loadgen/health.hpp"
 
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <simdjson.h>
+
+#include "src/hub/hub_client.hpp"
 
 namespace pagedserve::loadgen {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-
 std::expected<health_status, std::string> http_get(const target_spec& target, const std::string& path,
                                                    std::chrono::milliseconds timeout) {
-  asio::io_context io;
-  beast::tcp_stream stream(io);
-  http::request<http::empty_body> req(http::verb::get, path, 11);
-  req.set(http::field::host, target.host + ":" + std::to_string(target.port));
-  req.set(http::field::user_agent, "pagedserve-loadgen");
-  req.keep_alive(false);
-  beast::flat_buffer buffer;
-  http::response<http::string_body> res;
-  beast::error_code result = asio::error::timed_out;
-  const asio::ip::tcp::endpoint ep(asio::ip::make_address(target.address), target.port);
-  stream.expires_after(timeout);  // covers the whole exchange: each step below starts the next
-  stream.async_connect(ep, [&](beast::error_code ec) {
-    if (ec) {
-      result = ec;
-      return;
-    }
-    http::async_write(stream, req, [&](beast::error_code ec, std::size_t) {
-      if (ec) {
-        result = ec;
-        return;
-      }
-      http::async_read(stream, buffer, res, [&](beast::error_code ec, std::size_t) { result = ec; });
-    });
-  });
-  io.run();
-  if (result) return std::unexpected("GET " + path + ": " + result.message());
+  const bool ipv6 = target.address.find(':') != std::string::npos;
+  const std::string host = ipv6 ? "[" + target.address + "]" : target.address;
+  const std::string url = "http://" + host + ":" + std::to_string(target.port) + path;
+  auto res = hub_http_get(url, {{"User-Agent", "pagedserve-loadgen"}},
+                          {.connect_timeout = timeout, .read_timeout = timeout});
+  if (!res) return std::unexpected("GET " + path + ": " + res.error());
+  auto body = res->body->read_all(64 << 20);
+  if (!body) return std::unexpected("GET " + path + ": " + body.error());
   health_status h;
-  h.http_status = static_cast<int>(res.result_int());
-  h.body = res.body();
+  h.http_status = res->final_hop().status;
+  h.body = std::move(*body);
   simdjson::dom::parser parser;
   simdjson::dom::object obj;
   if (!parser.parse(h.body).get(obj)) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "pagedserve/utf8.hpp"  // utf8_sanitize: token pieces may be partial characters
 #include "pagedserve/ws_protocol.hpp"  // json_append_string, json_append_number
 
 namespace pagedserve::openai {
@@ -227,34 +228,6 @@ std::string encode_detokenize(std::string_view text) {
   std::string out = R"({"prompt":)";
   json_append_string(out, utf8_sanitize(text));
   return out + "}";
-}
-
-std::string utf8_sanitize(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    bool ok = len > 0 && i + len <= s.size() && !(len == 2 && c < 0xC2) && !(len == 4 && c > 0xF4);
-    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
-    if (ok && len == 3) {  // no overlongs, no surrogates
-      const auto c1 = static_cast<unsigned char>(s[i + 1]);
-      ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0);
-    }
-    if (ok && len == 4) {
-      const auto c1 = static_cast<unsigned char>(s[i + 1]);
-      ok = !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 >= 0x90);
-    }
-    if (ok) {
-      out.append(s.substr(i, len));
-      i += len;
-    } else {
-      out += "\xEF\xBF\xBD";
-      ++i;
-    }
-  }
-  return out;
 }
 
 }  // namespace pagedserve::openai

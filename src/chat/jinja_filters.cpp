@@ -459,7 +459,7 @@ result<value> f_title(interpreter&, const value& v, call_args&& a) {
 std::string json_ascii(std::string_view json) {
   std::string out;
   for (std::string_view ch : utf8_chars(json)) {
-    const std::uint32_t cp = utf8_decode(ch);
+    const std::uint32_t cp = char_code_point(ch);
     if (cp < 0x80) {
       out += ch;
       continue;

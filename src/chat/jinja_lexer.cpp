@@ -10,6 +10,7 @@
 #include <charconv>
 
 #include "chat/jinja_ast.hpp"
+#include "pagedserve/utf8.hpp"
 
 namespace pagedserve::jinja {
 namespace {
@@ -231,7 +232,7 @@ class lexer {
             return fail("line " + std::to_string(line_) + ": truncated \\" + std::string(1, e) + " escape");
           std::from_chars(src_.data() + i + 1, src_.data() + i + 1 + n, cp, 16);
           if (cp > 0x10FFFF) return fail("line " + std::to_string(line_) + ": illegal Unicode character");
-          out += utf8_encode(cp);
+          utf8_append(out, static_cast<char32_t>(cp));
           i += n;
           break;
         }
@@ -241,7 +242,7 @@ class lexer {
             std::size_t n = 0;
             for (; n < 3 && i + n < src_.size() && src_[i + n] >= '0' && src_[i + n] <= '7'; ++n)
               cp = cp * 8 + static_cast<std::uint32_t>(src_[i + n] - '0');
-            out += utf8_encode(cp);
+            utf8_append(out, static_cast<char32_t>(cp));
             i += n - 1;
           } else {
             out += '\\';

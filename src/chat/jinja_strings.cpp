@@ -11,14 +11,6 @@
 namespace pagedserve::jinja {
 namespace {
 
-// Byte length of the UTF-8 sequence starting with `lead`; 1 for stray bytes.
-std::size_t utf8_len(unsigned char lead) {
-  if (lead < 0xC0) return 1;
-  if (lead < 0xE0) return 2;
-  if (lead < 0xF0) return 3;
-  return lead < 0xF8 ? 4 : 1;
-}
-
 bool cp_isspace(std::uint32_t c) {
   return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
          (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
@@ -51,7 +43,7 @@ std::string map_chars(std::string_view s, F f) {
     if (ch.size() == 1 && static_cast<unsigned char>(ch[0]) >= 0x80)
       out += ch;  // stray byte: keep as is
     else
-      out += utf8_encode(f(utf8_decode(ch)));
+      utf8_append(out, static_cast<char32_t>(f(char_code_point(ch))));
   }
   return out;
 }
@@ -65,35 +57,24 @@ bool cp_printable(std::uint32_t c) {
 
 }  // namespace
 
-std::uint32_t utf8_decode(std::string_view ch) {
-  const auto b0 = static_cast<unsigned char>(ch[0]);
-  if (ch.size() == 1) return b0;
-  std::uint32_t cp = ch.size() == 2 ? (b0 & 0x1F) : ch.size() == 3 ? (b0 & 0x0F) : (b0 & 0x07);
-  for (std::size_t k = 1; k < ch.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(ch[k]) & 0x3F);
-  return cp;
+std::uint32_t char_code_point(std::string_view ch) {
+  return ch.size() == 1 ? static_cast<unsigned char>(ch[0]) : static_cast<std::uint32_t>(utf8_decode(ch, 0).cp);
 }
 
-std::string utf8_encode(std::uint32_t cp) {
-  std::string out;
-  utf8_append(out, static_cast<char32_t>(cp));
-  return out;
-}
-
+// Invalid bytes (never in text that came through JSON) are characters of their own, as stray bytes.
 std::vector<std::string_view> utf8_chars(std::string_view s) {
   std::vector<std::string_view> out;
   out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size();) {
-    std::size_t n = utf8_len(static_cast<unsigned char>(s[i]));
-    if (i + n > s.size()) n = 1;
-    for (std::size_t k = 1; k < n; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) n = 1;
-    out.push_back(s.substr(i, n));
-    i += n;
+  for (std::size_t pos = 0; pos < s.size();) {
+    const utf8_char ch = utf8_decode(s, pos);
+    const std::size_t n = ch.status == utf8_status::complete ? ch.length : 1;
+    out.push_back(s.substr(pos, n));
+    pos += n;
   }
   return out;
 }
 
-bool py_isspace(std::string_view ch) { return !ch.empty() && cp_isspace(utf8_decode(ch)); }
+bool py_isspace(std::string_view ch) { return !ch.empty() && cp_isspace(char_code_point(ch)); }
 
 std::string py_strip(std::string_view s, const std::string* chars, bool left, bool right) {
   const auto cs = utf8_chars(s);
@@ -210,7 +191,7 @@ std::string py_quote(std::string_view s) {
   const char q = dq ? '"' : '\'';
   std::string out(1, q);
   for (std::string_view ch : utf8_chars(s)) {
-    const std::uint32_t c = utf8_decode(ch);
+    const std::uint32_t c = char_code_point(ch);
     char buf[16];
     if (c == '\\' || c == static_cast<std::uint32_t>(q))
       out += '\\', out += static_cast<char>(c);

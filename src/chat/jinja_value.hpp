@@ -162,7 +162,6 @@ std::string py_title(std::string_view s);       // str.title()
 std::string py_capitalize(std::string_view s);  // str.capitalize()
 std::string py_quote(std::string_view s);       // repr(s): quotes and escapes
 std::string json_quote(std::string_view s);     // json.dumps(s, ensure_ascii=False)
-std::string utf8_encode(std::uint32_t cp);
-std::uint32_t utf8_decode(std::string_view ch);  // the code point of one utf8_chars() element
+std::uint32_t char_code_point(std::string_view ch);  // of one utf8_chars() element; a stray byte's value
 
 }  // namespace pagedserve::jinja

@@ -197,15 +197,32 @@ class connection final : public hub_http_body {
 
 }  // namespace
 
-std::string hub_http_body::read_text(std::size_t limit) {
-  std::string text(limit, '\0');
-  std::size_t n = 0;
-  while (n < limit) {
-    auto got = read(std::span<char>(text.data() + n, limit - n));
-    if (!got || *got == 0) break;
-    n += *got;
+namespace {
+
+// Appends body bytes to text up to limit, in chunks (a large limit allocates nothing up front);
+// the read error that ended it early, if any.
+std::optional<std::string> body_read_into(hub_http_body& body, std::string& text, std::size_t limit) {
+  char chunk[16384];
+  while (text.size() < limit) {
+    auto got = body.read(std::span<char>(chunk, std::min(sizeof chunk, limit - text.size())));
+    if (!got) return got.error();
+    if (*got == 0) break;
+    text.append(chunk, *got);
   }
-  text.resize(n);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string hub_http_body::read_text(std::size_t limit) {
+  std::string text;
+  body_read_into(*this, text, limit);
+  return text;
+}
+
+std::expected<std::string, std::string> hub_http_body::read_all(std::size_t limit) {
+  std::string text;
+  if (auto error = body_read_into(*this, text, limit)) return std::unexpected(*error);
   return text;
 }
 

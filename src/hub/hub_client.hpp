@@ -37,8 +37,10 @@ class hub_http_body {
   // Up to out.size() bytes; 0 once the body is complete. An error (the server closed early, a
   // timeout) says how many body bytes had arrived.
   virtual std::expected<std::size_t, std::string> read(std::span<char> out) = 0;
-  // A short error body (an error page), at most `limit` bytes.
+  // A short error body (an error page), at most `limit` bytes; what arrived when a read fails.
   std::string read_text(std::size_t limit = 4096);
+  // The body up to `limit` bytes, or why a read failed before its end.
+  std::expected<std::string, std::string> read_all(std::size_t limit);
 };
 
 struct hub_http_response {

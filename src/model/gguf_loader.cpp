@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "model/block_loader.hpp"
 #include "model/load_phase.hpp"
 #include "model/ps_try.hpp"
 #include "pagedserve/ggml_blocks.hpp"
@@ -242,32 +243,21 @@ class tensor_source {
 
 std::expected<void, std::string> load_layer(tensor_source& src, const model_config& c, int l, layer_weights& w) {
   const std::string at = "blk." + std::to_string(l) + ".";
-  const int dim = c.dim, qd = c.q_dim(), kvd = c.kv_dim(), hs = c.head_size();
-  PS_TRY(w.rms_att, src.vector(at + "attn_norm.weight", dim));
-  PS_TRY(w.wq, src.matrix(at + "attn_q.weight", qd, dim));
-  PS_TRY(w.wk, src.matrix(at + "attn_k.weight", kvd, dim));
-  PS_TRY(w.wv, src.matrix(at + "attn_v.weight", kvd, dim));
-  PS_TRY(w.wo, src.matrix(at + "attn_output.weight", dim, qd));
+  const llama_block_names n{
+      .attn_norm = at + "attn_norm.weight", .wq = at + "attn_q.weight", .wk = at + "attn_k.weight",
+      .wv = at + "attn_v.weight", .wo = at + "attn_output.weight", .bq = at + "attn_q.bias",
+      .bk = at + "attn_k.bias", .bv = at + "attn_v.bias", .bo = at + "attn_output.bias",
+      .q_norm = at + "attn_q_norm.weight", .k_norm = at + "attn_k_norm.weight", .ffn_norm = at + "ffn_norm.weight",
+      .gate = at + "ffn_gate.weight", .up = at + "ffn_up.weight", .down = at + "ffn_down.weight"};
   // Optional parts are loaded when the file has them (Qwen2's q/k/v biases, Llama's attention_bias).
-  if (src.has(at + "attn_q.bias")) {
-    PS_TRY(w.bq, src.vector(at + "attn_q.bias", qd));
-    PS_TRY(w.bk, src.vector(at + "attn_k.bias", kvd));
-    PS_TRY(w.bv, src.vector(at + "attn_v.bias", kvd));
-  }
-  if (src.has(at + "attn_output.bias")) PS_TRY(w.bo, src.vector(at + "attn_output.bias", dim));
-  if (src.has(at + "attn_q_norm.weight") || c.architecture == "qwen3" || c.architecture == "qwen3moe") {
-    PS_TRY(w.q_norm, src.vector(at + "attn_q_norm.weight", hs));
-    PS_TRY(w.k_norm, src.vector(at + "attn_k_norm.weight", hs));
-  }
-  PS_TRY(w.rms_ffn, src.vector(at + "ffn_norm.weight", dim));
-  if (!src.has(at + "ffn_gate_inp.weight")) {
-    PS_TRY(w.w_gate, src.matrix(at + "ffn_gate.weight", c.hidden_dim, dim));
-    PS_TRY(w.w_up, src.matrix(at + "ffn_up.weight", c.hidden_dim, dim));
-    PS_TRY(w.w_down, src.matrix(at + "ffn_down.weight", dim, c.hidden_dim));
-    return {};
-  }
+  const llama_block_parts parts{
+      .qkv_bias = src.has(n.bq),
+      .o_bias = src.has(n.bo),
+      .qk_norm = src.has(n.q_norm) || c.architecture == "qwen3" || c.architecture == "qwen3moe"};
+  if (auto r = llama_block_attention_load(src, c, n, parts, w); !r) return r;
+  if (!src.has(at + "ffn_gate_inp.weight")) return llama_block_dense_ffn_load(src, c, n, w);
   if (c.n_experts == 0) return std::unexpected("tensor '" + at + "ffn_gate_inp.weight' in a model without experts");
-  const int eh = c.expert_hidden_dim, ne = c.n_experts;
+  const int eh = c.expert_hidden_dim, ne = c.n_experts, dim = c.dim;
   PS_TRY(w.router, src.matrix(at + "ffn_gate_inp.weight", ne, dim));
   w.experts.resize(ne);
   for (int e = 0; e < ne; ++e) {
@@ -282,24 +272,15 @@ std::expected<void, std::string> load_layer(tensor_source& src, const model_conf
 // Conv1D already), LayerNorm biases, a plain MLP with biases.
 std::expected<void, std::string> load_gpt2_layer(tensor_source& src, const model_config& c, int l, layer_weights& w) {
   const std::string at = "blk." + std::to_string(l) + ".";
-  const int dim = c.dim, hid = c.hidden_dim;
-  PS_TRY(w.rms_att, src.vector(at + "attn_norm.weight", dim));
-  PS_TRY(w.att_norm_bias, src.vector(at + "attn_norm.bias", dim));
-  PS_TRY(w.wq, src.matrix_rows(at + "attn_qkv.weight", 3 * dim, 0, dim, dim));
-  PS_TRY(w.wk, src.matrix_rows(at + "attn_qkv.weight", 3 * dim, dim, dim, dim));
-  PS_TRY(w.wv, src.matrix_rows(at + "attn_qkv.weight", 3 * dim, 2 * dim, dim, dim));
-  const float* qkv_bias = nullptr;
-  PS_TRY(qkv_bias, src.vector(at + "attn_qkv.bias", 3 * dim));
-  w.bq = qkv_bias, w.bk = qkv_bias + dim, w.bv = qkv_bias + 2 * dim;
-  PS_TRY(w.wo, src.matrix(at + "attn_output.weight", dim, dim));
-  PS_TRY(w.bo, src.vector(at + "attn_output.bias", dim));
-  PS_TRY(w.rms_ffn, src.vector(at + "ffn_norm.weight", dim));
-  PS_TRY(w.ffn_norm_bias, src.vector(at + "ffn_norm.bias", dim));
-  PS_TRY(w.w_up, src.matrix(at + "ffn_up.weight", hid, dim));
-  PS_TRY(w.b_up, src.vector(at + "ffn_up.bias", hid));
-  PS_TRY(w.w_down, src.matrix(at + "ffn_down.weight", dim, hid));
-  PS_TRY(w.b_down, src.vector(at + "ffn_down.bias", dim));
-  return {};
+  const gpt2_block_names n{
+      .attn_norm = at + "attn_norm.weight", .attn_norm_bias = at + "attn_norm.bias", .qkv = at + "attn_qkv.weight",
+      .qkv_bias = at + "attn_qkv.bias", .wo = at + "attn_output.weight", .bo = at + "attn_output.bias",
+      .ffn_norm = at + "ffn_norm.weight", .ffn_norm_bias = at + "ffn_norm.bias", .up = at + "ffn_up.weight",
+      .b_up = at + "ffn_up.bias", .down = at + "ffn_down.weight", .b_down = at + "ffn_down.bias"};
+  const auto rows = [&src](const std::string& name, int n_rows, int row0, int count, int cols) {
+    return src.matrix_rows(name, n_rows, row0, count, cols);
+  };
+  return gpt2_block_load(src, rows, c, n, w);
 }
 
 std::expected<void, std::string> load_tensors(const gguf_file& f, model& m) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "model/block_loader.hpp"
 #include "model/hf_gpt2.hpp"
 #include "model/ps_try.hpp"
 #include "model/hf_tensor_source.hpp"
@@ -12,25 +13,17 @@ namespace {
 
 std::expected<void, std::string> load_block(tensor_source& src, const model_config& c, const std::string& at,
                                             layer_weights& w) {
-  const int dim = c.dim, hid = c.hidden_dim;
-  PS_TRY(w.rms_att, src.vector(at + "ln_1.weight", dim));
-  PS_TRY(w.att_norm_bias, src.vector(at + "ln_1.bias", dim));
-  // c_attn: [dim, 3 dim] = [in, q | k | v].
-  PS_TRY(w.wq, src.matrix_transposed(at + "attn.c_attn.weight", 3 * dim, 0, dim, dim));
-  PS_TRY(w.wk, src.matrix_transposed(at + "attn.c_attn.weight", 3 * dim, dim, dim, dim));
-  PS_TRY(w.wv, src.matrix_transposed(at + "attn.c_attn.weight", 3 * dim, 2 * dim, dim, dim));
-  const float* qkv_bias = nullptr;
-  PS_TRY(qkv_bias, src.vector(at + "attn.c_attn.bias", 3 * dim));
-  w.bq = qkv_bias, w.bk = qkv_bias + dim, w.bv = qkv_bias + 2 * dim;
-  PS_TRY(w.wo, src.matrix_transposed(at + "attn.c_proj.weight", dim, 0, dim, dim));
-  PS_TRY(w.bo, src.vector(at + "attn.c_proj.bias", dim));
-  PS_TRY(w.rms_ffn, src.vector(at + "ln_2.weight", dim));
-  PS_TRY(w.ffn_norm_bias, src.vector(at + "ln_2.bias", dim));
-  PS_TRY(w.w_up, src.matrix_transposed(at + "mlp.c_fc.weight", hid, 0, hid, dim));
-  PS_TRY(w.b_up, src.vector(at + "mlp.c_fc.bias", hid));
-  PS_TRY(w.w_down, src.matrix_transposed(at + "mlp.c_proj.weight", dim, 0, dim, hid));
-  PS_TRY(w.b_down, src.vector(at + "mlp.c_proj.bias", dim));
-  return {};
+  const gpt2_block_names n{
+      .attn_norm = at + "ln_1.weight", .attn_norm_bias = at + "ln_1.bias", .qkv = at + "attn.c_attn.weight",
+      .qkv_bias = at + "attn.c_attn.bias", .wo = at + "attn.c_proj.weight", .bo = at + "attn.c_proj.bias",
+      .ffn_norm = at + "ln_2.weight", .ffn_norm_bias = at + "ln_2.bias", .up = at + "mlp.c_fc.weight",
+      .b_up = at + "mlp.c_fc.bias", .down = at + "mlp.c_proj.weight", .b_down = at + "mlp.c_proj.bias"};
+  // Conv1D weights are stored [in, out]: each matrix is columns of the stored one, transposed (c_attn:
+  // [dim, 3 dim] = [in, q | k | v]).
+  const auto columns = [&src](const std::string& name, int n_cols, int col0, int count, int cols) {
+    return src.matrix_transposed(name, n_cols, col0, count, cols);
+  };
+  return gpt2_block_load(src, columns, c, n, w);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "model/block_loader.hpp"
 #include "model/hf_config.hpp"
 #include "model/hf_gpt2.hpp"
 #include "model/hf_tensor_source.hpp"
@@ -30,30 +31,17 @@ std::expected<void, std::string> load_layer(hf::tensor_source& src, const hf::pa
   const model_config& c = p.config;
   const std::string at = "model.layers." + std::to_string(l) + ".";
   const std::string attn = at + "self_attn.", mlp = at + "mlp.";
-  const int dim = c.dim, qd = c.q_dim(), kvd = c.kv_dim(), hs = c.head_size();
-  PS_TRY(w.rms_att, src.vector(at + "input_layernorm.weight", dim));
-  PS_TRY(w.wq, src.matrix(attn + "q_proj.weight", qd, dim));
-  PS_TRY(w.wk, src.matrix(attn + "k_proj.weight", kvd, dim));
-  PS_TRY(w.wv, src.matrix(attn + "v_proj.weight", kvd, dim));
-  PS_TRY(w.wo, src.matrix(attn + "o_proj.weight", dim, qd));
-  if (p.qkv_bias) {
-    PS_TRY(w.bq, src.vector(attn + "q_proj.bias", qd));
-    PS_TRY(w.bk, src.vector(attn + "k_proj.bias", kvd));
-    PS_TRY(w.bv, src.vector(attn + "v_proj.bias", kvd));
-  }
-  if (p.o_bias) PS_TRY(w.bo, src.vector(attn + "o_proj.bias", dim));
-  if (p.qk_norm) {
-    PS_TRY(w.q_norm, src.vector(attn + "q_norm.weight", hs));
-    PS_TRY(w.k_norm, src.vector(attn + "k_norm.weight", hs));
-  }
-  PS_TRY(w.rms_ffn, src.vector(at + "post_attention_layernorm.weight", dim));
-  if (!p.moe_layer[l]) {
-    PS_TRY(w.w_gate, src.matrix(mlp + "gate_proj.weight", c.hidden_dim, dim));
-    PS_TRY(w.w_up, src.matrix(mlp + "up_proj.weight", c.hidden_dim, dim));
-    PS_TRY(w.w_down, src.matrix(mlp + "down_proj.weight", dim, c.hidden_dim));
-    return {};
-  }
-  const int eh = c.expert_hidden_dim;
+  const llama_block_names n{
+      .attn_norm = at + "input_layernorm.weight", .wq = attn + "q_proj.weight", .wk = attn + "k_proj.weight",
+      .wv = attn + "v_proj.weight", .wo = attn + "o_proj.weight", .bq = attn + "q_proj.bias",
+      .bk = attn + "k_proj.bias", .bv = attn + "v_proj.bias", .bo = attn + "o_proj.bias",
+      .q_norm = attn + "q_norm.weight", .k_norm = attn + "k_norm.weight",
+      .ffn_norm = at + "post_attention_layernorm.weight", .gate = mlp + "gate_proj.weight",
+      .up = mlp + "up_proj.weight", .down = mlp + "down_proj.weight"};
+  const llama_block_parts parts{.qkv_bias = p.qkv_bias, .o_bias = p.o_bias, .qk_norm = p.qk_norm};
+  if (auto r = llama_block_attention_load(src, c, n, parts, w); !r) return r;
+  if (!p.moe_layer[l]) return llama_block_dense_ffn_load(src, c, n, w);
+  const int dim = c.dim, eh = c.expert_hidden_dim;
   PS_TRY(w.router, src.matrix(mlp + "gate.weight", c.n_experts, dim));
   w.experts.resize(c.n_experts);
   if (src.has(mlp + "experts.gate_up_proj")) {

@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "actors/logger.hpp"
+#include "pagedserve/utf8.hpp"
 
 namespace pagedserve::net {
 
@@ -156,7 +157,7 @@ void sse_generation::flush() {
       piece.text_offset = c.text_offset;
       if (finishing) piece.finish_reason = std::string(openai::finish_reason_text(*c.final->reason));
       if (completions && request_.logprobs)
-        for (const token_id id : piece.ids) c.text_offset += openai::utf8_sanitize(engine_.vocabulary().token_text(id)).size();
+        for (const token_id id : piece.ids) c.text_offset += utf8_sanitize(engine_.vocabulary().token_text(id)).size();
       bytes += sse_event(openai::encode_chunk(meta_, piece, encode_));
       c.started = true;
     }

@@ -77,7 +77,7 @@ std::vector<std::pair<std::string_view, std::string_view>> spm_merges(const std:
   for (std::size_t i = 0; i < vocab.size(); ++i) {
     const std::string_view piece = vocab[i];
     const std::size_t first = merges.size();
-    for (std::size_t pos = hf::utf8_next(piece, 0).second; pos < piece.size(); pos += hf::utf8_next(piece, pos).second) {
+    for (std::size_t pos = utf8_decode(piece, 0).length; pos < piece.size(); pos += utf8_decode(piece, pos).length) {
       const auto l = ids.find(piece.substr(0, pos)), r = ids.find(piece.substr(pos));
       if (l != ids.end() && r != ids.end()) merges.push_back({scores[i], l->second, r->second, l->first, r->first});
     }

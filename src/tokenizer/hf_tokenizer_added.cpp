@@ -23,7 +23,7 @@ bool is_word_char(char32_t c) {
 char32_t char_before(std::string_view s, std::size_t pos) {
   std::size_t b = pos - 1;
   while (b > 0 && pos - b < 4 && (static_cast<unsigned char>(s[b]) & 0xC0) == 0x80) --b;
-  return utf8_next(s, b).first;
+  return utf8_decode(s, b).cp;
 }
 
 }  // namespace
@@ -102,7 +102,7 @@ void added_vocab::split(std::string_view text, bool normalized, std::vector<segm
     }
     if (hit->single_word) {
       const bool left_ok = begin == 0 || !is_word_char(char_before(text, begin));
-      const bool right_ok = end == text.size() || !is_word_char(utf8_next(text, end).first);
+      const bool right_ok = end == text.size() || !is_word_char(utf8_decode(text, end).cp);
       if (!left_ok || !right_ok) {  // rejected: the matched text stays ordinary text
         pos = end;
         continue;
@@ -113,15 +113,15 @@ void added_vocab::split(std::string_view text, bool normalized, std::vector<segm
         const std::size_t at = begin - 1;
         std::size_t b = at;
         while (b > plain_start && (static_cast<unsigned char>(text[b]) & 0xC0) == 0x80) --b;
-        if (!is_unicode_space(utf8_next(text, b).first)) break;
+        if (!is_unicode_space(utf8_decode(text, b).cp)) break;
         begin = b;
       }
     }
     if (hit->rstrip) {
       while (end < text.size()) {
-        const auto [c, n] = utf8_next(text, end);
-        if (!is_unicode_space(c)) break;
-        end += n;
+        const utf8_char ch = utf8_decode(text, end);
+        if (!is_unicode_space(ch.cp)) break;
+        end += ch.length;
       }
     }
     if (begin > plain_start) out.push_back({text.substr(plain_start, begin - plain_start), -1});

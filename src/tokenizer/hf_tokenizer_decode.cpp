@@ -27,11 +27,11 @@ void apply(const token_step& s, std::string& t) {
       // but not every added token is) leave the whole token as its UTF-8 text, as Hugging Face does.
       std::string raw;
       for (std::size_t pos = 0; pos < t.size();) {
-        const auto [c, n] = utf8_next(t, pos);
-        const int b = char_to_byte(c);
+        const utf8_char ch = utf8_decode(t, pos);
+        const int b = char_to_byte(ch.cp);
         if (b < 0) return;
         raw.push_back(static_cast<char>(b));
-        pos += n;
+        pos += ch.length;
       }
       t = std::move(raw);
       return;

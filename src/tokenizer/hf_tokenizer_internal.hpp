@@ -35,14 +35,8 @@ bool json_bool(simdjson::dom::element e, std::string_view key, bool fallback);
 // True when e has member `key` and it is not null.
 bool json_has(simdjson::dom::element e, std::string_view key);
 
-// ---- UTF-8 (hf_tokenizer_normalize.cpp) ----------------------------------------------------------
+// ---- text helpers (hf_tokenizer_normalize.cpp; UTF-8 itself is pagedserve/utf8.hpp) --------------
 
-// The code point starting at s[pos] and its length in bytes; an invalid byte comes out as
-// U+FFFD with length 1 (callers only see text that passed utf8_sanitize, except byte-level words).
-std::pair<char32_t, std::size_t> utf8_next(std::string_view s, std::size_t pos);
-// Valid UTF-8 copies of s: each maximal invalid subpart becomes U+FFFD (as the detokenizer does).
-std::string utf8_sanitize(std::string_view s);
-bool utf8_valid(std::string_view s);
 // Replaces every occurrence of `from` (non-empty) in s.
 void replace_all(std::string& s, std::string_view from, std::string_view to);
 // Unicode White_Space (what lstrip/rstrip of added tokens consume).

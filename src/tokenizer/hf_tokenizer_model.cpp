@@ -202,11 +202,11 @@ void bpe_model::index_vocab() {
     raw.clear();
     bool all = true;
     for (std::size_t pos = 0; pos < text.size() && all;) {
-      const auto [c, n] = utf8_next(text, pos);
-      const int b = char_to_byte(c);
+      const utf8_char ch = utf8_decode(text, pos);
+      const int b = char_to_byte(ch.cp);
       all = b >= 0;
       raw.push_back(static_cast<char>(b));
-      pos += n;
+      pos += ch.length;
     }
     if (all) byte_vocab_.insert(raw, static_cast<token_id>(id));
   }
@@ -261,7 +261,7 @@ void bpe_model::initial_symbols(std::string_view word, std::vector<token_id>& sy
     return;
   }
   for (std::size_t pos = 0; pos < word.size();) {
-    const std::size_t n = utf8_next(word, pos).second;
+    const std::size_t n = utf8_decode(word, pos).length;
     const std::string_view ch = word.substr(pos, n);
     pos += n;
     if (const auto id = vocab_.find(ch)) {

@@ -1,4 +1,4 @@
-// UTF-8 helpers and the tokenizer.json normalizer. Unicode normalization forms come from ICU
+// Text helpers and the tokenizer.json normalizer. Unicode normalization forms come from ICU
 // (Debian's libicu), whose tables are kept current with the Unicode version: Qwen3 NFC-normalizes
 // its input, and a hand-made composition table would silently miss scripts.
 #include <unicode/bytestream.h>
@@ -8,44 +8,6 @@
 
 namespace pagedserve::hf {
 namespace {
-
-// Decodes the character at s[pos] strictly (no overlongs, surrogates or code points past
-// U+10FFFF). On failure `len` is the length of the maximal invalid subpart and the result is -1.
-std::int32_t utf8_decode(std::string_view s, std::size_t pos, std::size_t& len) {
-  const auto b0 = static_cast<unsigned char>(s[pos]);
-  len = 1;
-  if (b0 < 0x80) return b0;
-  std::size_t need = 0;
-  unsigned char lo = 0x80, hi = 0xBF;
-  std::int32_t cp = 0;
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    need = 2, cp = b0 & 0x1F;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    need = 3, cp = b0 & 0x0F;
-    if (b0 == 0xE0) lo = 0xA0;
-    if (b0 == 0xED) hi = 0x9F;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    need = 4, cp = b0 & 0x07;
-    if (b0 == 0xF0) lo = 0x90;
-    if (b0 == 0xF4) hi = 0x8F;
-  } else {
-    return -1;
-  }
-  for (std::size_t i = 1; i < need; ++i) {
-    if (pos + i >= s.size()) {
-      len = i;
-      return -1;
-    }
-    const auto b = static_cast<unsigned char>(s[pos + i]);
-    if (b < (i == 1 ? lo : 0x80) || b > (i == 1 ? hi : 0xBF)) {
-      len = i;
-      return -1;
-    }
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  len = need;
-  return cp;
-}
 
 const icu::Normalizer2* icu_instance(int form) {
   UErrorCode err = U_ZERO_ERROR;
@@ -82,13 +44,6 @@ std::string icu_normalize(const icu::Normalizer2& n, std::string_view text) {
 
 }  // namespace
 
-std::pair<char32_t, std::size_t> utf8_next(std::string_view s, std::size_t pos) {
-  std::size_t len = 0;
-  const std::int32_t cp = utf8_decode(s, pos, len);
-  if (cp < 0) return {U'\uFFFD', 1};
-  return {static_cast<char32_t>(cp), len};
-}
-
 void replace_all(std::string& s, std::string_view from, std::string_view to) {
   if (from.empty()) return;
   std::string out;
@@ -100,24 +55,6 @@ void replace_all(std::string& s, std::string_view from, std::string_view to) {
   if (start == 0) return;
   out.append(s, start);
   s = std::move(out);
-}
-
-bool utf8_valid(std::string_view s) {
-  for (std::size_t pos = 0, len = 0; pos < s.size(); pos += len)
-    if (utf8_decode(s, pos, len) < 0) return false;
-  return true;
-}
-
-std::string utf8_sanitize(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t pos = 0, len = 0; pos < s.size(); pos += len) {
-    if (utf8_decode(s, pos, len) < 0)
-      out += "\xEF\xBF\xBD";
-    else
-      out.append(s.substr(pos, len));
-  }
-  return out;
 }
 
 bool is_unicode_space(char32_t c) {

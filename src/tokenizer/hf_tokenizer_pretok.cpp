@@ -51,7 +51,7 @@ class regex {
       if (rc < 0) break;  // no match (or a match limit): the rest is one gap
       const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
       if (ov[1] <= ov[0]) {  // an empty match: step over one character
-        offset = ov[0] + utf8_next(s, ov[0]).second;
+        offset = ov[0] + utf8_decode(s, ov[0]).length;
         continue;
       }
       fn(ov[0], ov[1]);

@@ -15,9 +15,9 @@ namespace pagedserve {
 namespace {
 
 TEST(engine, hostile_mixes_over_a_pool_smaller_than_the_context_end_and_leak_nothing) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
-  auto m = llama2c_model_load(test::shared_model("stories260K.bin"));
-  auto t = llama2c_tokenizer_load(test::shared_model("tok512.bin"), (*m)->config.vocab_size);
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
+  auto m = llama2c_model_load(test::model_file("stories260K.bin"));
+  auto t = llama2c_tokenizer_load(test::model_file("tok512.bin"), (*m)->config.vocab_size);
   ASSERT_TRUE(m && t);
   const std::shared_ptr<const tokenizer> vocabulary(std::move(*t));
   for (const int kv_blocks : {8, 20}) {  // 128 and 320 tokens of KV; the model's context is 512

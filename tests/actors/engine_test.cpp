@@ -18,8 +18,8 @@ struct loaded {
 };
 
 loaded load_stories() {
-  auto m = llama2c_model_load(test::shared_model("stories260K.bin"));
-  auto t = llama2c_tokenizer_load(test::shared_model("tok512.bin"), (*m)->config.vocab_size);
+  auto m = llama2c_model_load(test::model_file("stories260K.bin"));
+  auto t = llama2c_tokenizer_load(test::model_file("tok512.bin"), (*m)->config.vocab_size);
   return {std::move(*m), std::move(*t)};
 }
 
@@ -35,7 +35,7 @@ sampling_params greedy(int max_tokens) {
 }
 
 TEST(engine, eight_prompts_batched_equal_each_alone) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
   const loaded s = load_stories();
   for (int chunk_budget : {512, 7}) {  // whole prompts in one step, and prompts split into chunks
     SCOPED_TRACE("max_num_batched_tokens " + std::to_string(chunk_budget));
@@ -67,7 +67,7 @@ TEST(engine, eight_prompts_batched_equal_each_alone) {
 // With an fp16 K/V cache (--kv-cache-dtype f16) a request's greedy output is still the same batched
 // with others and chunked as run alone in its own engine.
 TEST(engine, fp16_kv_cache_batched_and_chunked_equals_each_alone) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
   const loaded s = load_stories();
   auto run = [&](const std::vector<std::string>& prompts, int chunk_budget) {
     boost::asio::io_context io;
@@ -96,7 +96,7 @@ TEST(engine, fp16_kv_cache_batched_and_chunked_equals_each_alone) {
 }
 
 TEST(engine, kv_pool_is_whole_after_500_random_requests_with_cancels_and_preemption) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
   const loaded s = load_stories();
   boost::asio::io_context io;
   engine_config cfg;
@@ -160,7 +160,7 @@ namespace {
 // A KV pool far too small for the load: sequences are preempted and recomputed, yet every one of 64
 // greedy requests ends with exactly the ids it produces alone.
 TEST(engine, a_tiny_kv_pool_preempts_and_every_one_of_64_requests_is_still_correct) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
   const loaded s = load_stories();
   boost::asio::io_context io;
   engine_config cfg;
@@ -188,7 +188,7 @@ TEST(engine, a_tiny_kv_pool_preempts_and_every_one_of_64_requests_is_still_corre
 }
 
 TEST(engine, prefix_cache_hits_give_the_same_greedy_ids_as_computing_alone) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
   const loaded s = load_stories();
   boost::asio::io_context io;
   engine_config cfg;
@@ -220,7 +220,7 @@ TEST(engine, prefix_cache_hits_give_the_same_greedy_ids_as_computing_alone) {
 // n samples of one prompt (OpenAI n > 1): each sample equals the same seeded request run alone, while
 // the samples share the prompt's blocks (forks) and copy only the block they write into.
 TEST(engine, parallel_samples_share_the_prompt_blocks_and_each_equals_its_seed_alone) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
   const loaded s = load_stories();
   const auto text = s.vocabulary->encode(
       "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her "

@@ -34,9 +34,9 @@ class counting_tokenizer : public tokenizer {
 };
 
 TEST(request_actor, a_prompts_samples_share_one_encoding_made_off_the_network_thread) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
-  auto m = llama2c_model_load(test::shared_model("stories260K.bin"));
-  auto t = llama2c_tokenizer_load(test::shared_model("tok512.bin"), (*m)->config.vocab_size);
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
+  auto m = llama2c_model_load(test::model_file("stories260K.bin"));
+  auto t = llama2c_tokenizer_load(test::model_file("tok512.bin"), (*m)->config.vocab_size);
   ASSERT_TRUE(m && t);
   auto counting = std::make_shared<counting_tokenizer>(std::shared_ptr<const tokenizer>(std::move(*t)));
   boost::asio::io_context io;

@@ -13,8 +13,8 @@ struct fixture {
   std::shared_ptr<test::recording_link> link = std::make_shared<test::recording_link>();
 
   explicit fixture(engine_config cfg = {}) {
-    auto m = llama2c_model_load(test::shared_model("stories260K.bin"));
-    auto t = llama2c_tokenizer_load(test::shared_model("tok512.bin"), (*m)->config.vocab_size);
+    auto m = llama2c_model_load(test::model_file("stories260K.bin"));
+    auto t = llama2c_tokenizer_load(test::model_file("tok512.bin"), (*m)->config.vocab_size);
     e = std::make_unique<engine>(io.get_executor(), std::move(*m), std::shared_ptr<const tokenizer>(std::move(*t)), cfg);
   }
   std::map<std::string, test::recorded_request> run(int n_requests) {
@@ -31,7 +31,7 @@ sampling_params params(float temperature, int max_tokens) {
 }
 
 TEST(request_actor, stop_string_ends_the_stream_before_it_and_finishes_with_stop) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
   fixture f;
   test::start_request(*f.e, f.link, "plain", "Once upon a time", params(0, 60));
   auto stopped = params(0, 60);
@@ -48,7 +48,7 @@ TEST(request_actor, stop_string_ends_the_stream_before_it_and_finishes_with_stop
 }
 
 TEST(request_actor, same_seed_same_text_batched_or_not_and_different_seeds_differ) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
   fixture f;
   auto seeded = [](std::uint64_t seed) {
     auto p = params(1.0f, 50);
@@ -68,7 +68,7 @@ TEST(request_actor, same_seed_same_text_batched_or_not_and_different_seeds_diffe
 }
 
 TEST(request_actor, context_and_max_tokens_limits_are_errors) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
   fixture f;
   std::string long_prompt;
   for (int i = 0; i < 600; ++i) long_prompt += "Lily ";
@@ -85,7 +85,7 @@ TEST(request_actor, context_and_max_tokens_limits_are_errors) {
 // Shutdown's finish_all: running and queued requests end with its error (exactly one final each, the
 // blocks freed), and a request submitted after it is refused with the same error.
 TEST(request_actor, finish_all_ends_every_request_and_refuses_later_ones) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
   engine_config cfg;
   cfg.max_num_seqs = 1;
   fixture f(cfg);
@@ -114,7 +114,7 @@ TEST(request_actor, finish_all_ends_every_request_and_refuses_later_ones) {
 }
 
 TEST(request_actor, a_full_waiting_queue_rejects_with_queue_full) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
   engine_config cfg;
   cfg.max_num_seqs = 1;
   cfg.max_waiting = 2;

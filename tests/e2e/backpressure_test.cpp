@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "e2e/e2e_check.hpp"
-#include "e2e/server_process.hpp"
+#include "support/server_process.hpp"
 #include "e2e/stream_collector.hpp"
 
 namespace pagedserve::e2e {

@@ -9,7 +9,7 @@
 #include <map>
 
 #include "e2e/e2e_check.hpp"
-#include "e2e/server_process.hpp"
+#include "support/server_process.hpp"
 #include "e2e/stream_collector.hpp"
 #include "pagedserve/hf_model.hpp"
 #include "pagedserve/ws_protocol.hpp"

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <fstream>
 
-#include "e2e/openai_http_client.hpp"
-#include "e2e/server_process.hpp"
+#include "support/openai_http_client.hpp"
+#include "support/server_process.hpp"
 #include "e2e/stories_gguf.hpp"
 
 namespace pagedserve::e2e {
@@ -31,7 +31,7 @@ std::string completion_text(const raw_response& r) {
 }
 
 TEST(gguf_serve, a_gguf_file_alone_serves_like_the_llama2c_pair) {
-  PAGEDSERVE_REQUIRE_SHARED(model_path());
+  PAGEDSERVE_REQUIRE_DATA(model_path());
   const auto gguf = write_stories_gguf();
   const std::string body = R"({"prompt":"Once upon a time","max_tokens":24,"temperature":0})";
   std::string want;

@@ -8,12 +8,13 @@
 
 #include <fstream>
 
-#include "e2e/openai_http_client.hpp"
-#include "e2e/server_process.hpp"
+#include "support/openai_http_client.hpp"
+#include "support/server_process.hpp"
 #include "model/gpt2_reference.hpp"
 #include "model/gpt2_test_model.hpp"
 #include "pagedserve/gguf_writer.hpp"
 #include "pagedserve/hf_tokenizer.hpp"
+#include "pagedserve/utf8.hpp"
 
 namespace pagedserve::e2e {
 namespace {
@@ -24,11 +25,7 @@ namespace {
 std::vector<std::pair<int, std::string>> byte_alphabet() {
   auto utf8 = [](int cp) {
     std::string s;
-    if (cp < 0x80) s += static_cast<char>(cp);
-    else {
-      s += static_cast<char>(0xC0 | (cp >> 6));
-      s += static_cast<char>(0x80 | (cp & 0x3F));
-    }
+    utf8_append(s, static_cast<char32_t>(cp));
     return s;
   };
   std::vector<std::pair<int, std::string>> out;

@@ -10,8 +10,8 @@
 #include <iostream>
 
 #include "e2e/e2e_check.hpp"
-#include "e2e/openai_http_client.hpp"
-#include "e2e/server_process.hpp"
+#include "support/openai_http_client.hpp"
+#include "support/server_process.hpp"
 #include "e2e/stream_collector.hpp"
 #include "e2e/well_behaved_client.hpp"
 

@@ -4,7 +4,6 @@
 // (a pseudo-terminal from forkpty) and plain log lines on a pipe.
 #include <gtest/gtest.h>
 #include <poll.h>
-#include <pty.h>
 #include <simdjson.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,8 +14,8 @@
 
 #include "e2e/fake_hub.hpp"
 #include "e2e/hub_test_repo.hpp"
-#include "e2e/openai_http_client.hpp"
-#include "e2e/server_process.hpp"
+#include "support/openai_http_client.hpp"
+#include "support/server_process.hpp"
 
 namespace pagedserve::e2e {
 namespace {
@@ -51,38 +50,6 @@ std::string completion_text(const raw_response& r) {
   std::string_view text;
   if (parser.parse(r.body)["choices"].at(0)["text"].get(text) != simdjson::SUCCESS) return "<no text in " + r.body + ">";
   return std::string(text);
-}
-
-// Runs argv with a pseudo-terminal as its stdin, stdout and stderr; everything it wrote there.
-process_result run_on_pty(const std::vector<std::string>& argv, std::chrono::seconds timeout) {
-  process_result r;
-  int master = -1;
-  const pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
-  if (pid == 0) {
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  if (pid < 0) {
-    r.err = "forkpty failed";
-    return r;
-  }
-  const auto deadline = steady::now() + test::scaled(timeout);
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now()).count();
-    if (left <= 0) break;
-    pollfd p{master, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
-    char buf[4096];
-    const ssize_t k = ::read(master, buf, sizeof buf);
-    if (k <= 0) break;  // EIO once the child has exited and closed the terminal
-    r.out.append(buf, static_cast<std::size_t>(k));
-  }
-  ::close(master);
-  detail::fill_status(r, detail::reap(pid, deadline, r.timed_out));
-  return r;
 }
 
 class hub_serve : public ::testing::Test {
@@ -179,9 +146,9 @@ TEST_F(hub_serve, errors_name_the_repo_and_the_token) {
 TEST_F(hub_serve, progress_is_a_redrawn_bar_on_a_terminal) {
   hub_->throttle(150'000);  // about 1.5 s for the weights: several redraws
   auto env = hub_env();
-  const auto r = run_on_pty({test::server_binary().string(), "generate", "--model", "test-org/tiny", "--prompt", "hi",
-                             "--max-tokens", "2"},
-                            std::chrono::seconds(60));
+  const auto r = run_on_terminal({test::server_binary().string(), "generate", "--model", "test-org/tiny", "--prompt", "hi",
+                                  "--max-tokens", "2"},
+                                 std::chrono::seconds(60));
   ASSERT_TRUE(r.exited && r.exit_code == 0) << r.out;
   // Redrawn in place while the bytes come: bars part-way (1..99 %), each with its rate and ETA.
   static const std::regex partial(

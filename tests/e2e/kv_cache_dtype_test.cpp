@@ -3,7 +3,7 @@
 // the text `generate` prints with the same flag, and refuses an unknown element type at start-up.
 #include <gtest/gtest.h>
 
-#include "e2e/server_process.hpp"
+#include "support/server_process.hpp"
 #include "e2e/stream_collector.hpp"
 
 namespace pagedserve::e2e {
@@ -28,7 +28,7 @@ stream_collector run_requests(int port, const std::vector<std::pair<std::string,
 }
 
 TEST(kv_cache_dtype, f16_server_streams_the_same_text_batched_as_alone) {
-  PAGEDSERVE_REQUIRE_SHARED(model_path());
+  PAGEDSERVE_REQUIRE_DATA(model_path());
   server_process server({"--kv-cache-dtype", "f16", "--max-num-batched-tokens", "9"});
   ASSERT_TRUE(server.ready()) << server.error();
   EXPECT_NE(server.log().find("(f16 cache)"), std::string::npos) << server.log();
@@ -49,7 +49,7 @@ TEST(kv_cache_dtype, f16_server_streams_the_same_text_batched_as_alone) {
 // `generate --kv-cache-dtype f16` runs the same numerics as the f16 server: the same greedy text, which
 // for this prompt differs from the f32 cache's after a hundred-odd tokens (so the flag is not ignored).
 TEST(kv_cache_dtype, generate_with_f16_prints_what_the_f16_server_streams) {
-  PAGEDSERVE_REQUIRE_SHARED(model_path());
+  PAGEDSERVE_REQUIRE_DATA(model_path());
   const std::string prompt = "One day, Lily went to";
   auto generate = [&](const char* kv_type) {
     return run_process({test::server_binary().string(), "generate", "--model", model_path().string(), "--tokenizer",
@@ -69,7 +69,7 @@ TEST(kv_cache_dtype, generate_with_f16_prints_what_the_f16_server_streams) {
 }
 
 TEST(kv_cache_dtype, unknown_type_is_refused_at_startup) {
-  PAGEDSERVE_REQUIRE_SHARED(model_path());
+  PAGEDSERVE_REQUIRE_DATA(model_path());
   const process_result r = run_process({test::server_binary().string(), "serve", "--model", model_path().string(),
                                         "--tokenizer", tokenizer_path().string(), "--port", "0", "--kv-cache-dtype",
                                         "fp8"},

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "e2e/e2e_check.hpp"
-#include "e2e/openai_http_client.hpp"
-#include "e2e/server_process.hpp"
+#include "support/openai_http_client.hpp"
+#include "support/server_process.hpp"
 #include "e2e/stream_collector.hpp"
 
 namespace pagedserve::e2e {

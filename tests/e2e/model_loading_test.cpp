@@ -5,14 +5,13 @@
 // terminal (a pseudo-terminal here) and absent from a pipe. The model is a random-weight llama2.c
 // checkpoint large enough that quantizing it to int8 takes seconds on the 2-core CI machine.
 #include <gtest/gtest.h>
-#include <pty.h>
 #include <simdjson.h>
 
 #include <regex>
 
 #include "e2e/e2e_check.hpp"
-#include "e2e/openai_http_client.hpp"
-#include "e2e/server_process.hpp"
+#include "support/openai_http_client.hpp"
+#include "support/server_process.hpp"
 #include "pagedserve/model.hpp"
 
 namespace pagedserve::e2e {
@@ -205,45 +204,6 @@ TEST(model_loading, sigterm_while_loading_abandons_the_load_and_exits_0) {
   EXPECT_EQ(r.err.find("serving '"), std::string::npos) << r.err;
 }
 
-// Runs argv with stdin, stdout and stderr on a pseudo-terminal, as from a user's shell, until it
-// exits (killed at the deadline); everything it wrote to the terminal.
-process_result run_on_terminal(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  winsize size{};
-  size.ws_row = 40;
-  size.ws_col = 200;
-  int master = -1;
-  const pid_t pid = ::forkpty(&master, nullptr, nullptr, &size);
-  process_result r;
-  if (pid < 0) {
-    ADD_FAILURE() << "forkpty: " << std::strerror(errno);
-    return r;
-  }
-  if (pid == 0) {  // the child: nothing but exec (the test process has threads)
-    ::execve(args[0], args.data(), environ);
-    ::_exit(127);
-  }
-  const auto deadline = steady::now() + test::scaled(timeout);
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now()).count();
-    if (left <= 0) break;
-    pollfd p{master, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left)) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    char buf[4096];
-    const ssize_t k = ::read(master, buf, sizeof buf);
-    if (k > 0) r.err.append(buf, static_cast<std::size_t>(k));
-    else if (k == 0 || errno != EINTR) break;  // EIO: the child closed its end (it exited)
-  }
-  ::close(master);
-  detail::fill_status(r, detail::reap(pid, deadline, r.timed_out));
-  return r;
-}
-
 std::vector<std::string> generate_args(const std::filesystem::path& model) {
   std::vector<std::string> argv = {test::server_binary().string(), "generate"};
   for (auto& a : slow_model_args(model)) argv.push_back(std::move(a));
@@ -258,18 +218,18 @@ TEST(model_loading, progress_is_redrawn_in_place_on_a_terminal_only) {
 
   const process_result tty = run_on_terminal(generate_args(model), load_deadline);
   ASSERT_TRUE(tty.exited && tty.exit_code == 0) << "exit " << tty.exit_code << ", timed out " << tty.timed_out << "\n"
-                                                << tty.err;
+                                                << tty.out;
   // Drawn over itself with \r (matrices, bytes, percent, elapsed), then cleared for the phase's line.
   const std::regex progress(R"(\rquantizing weights to int8: \d+/)" + slow_model_matrices +
                             R"( matrices, [0-9.]+ (B|KiB|MiB) / [0-9.]+ MiB \(\d+%\), [0-9.]+ m?s\x1b\[K)");
-  const auto draws = std::distance(std::sregex_iterator(tty.err.begin(), tty.err.end(), progress), std::sregex_iterator());
-  EXPECT_GE(draws, 1) << tty.err;
-  const std::size_t cleared = tty.err.rfind("\r\033[K");
-  const std::size_t phase = tty.err.find("quantized " + slow_model_matrices + " matrices to int8");
-  ASSERT_NE(cleared, std::string::npos) << tty.err;
-  ASSERT_NE(phase, std::string::npos) << tty.err;
+  const auto draws = std::distance(std::sregex_iterator(tty.out.begin(), tty.out.end(), progress), std::sregex_iterator());
+  EXPECT_GE(draws, 1) << tty.out;
+  const std::size_t cleared = tty.out.rfind("\r\033[K");
+  const std::size_t phase = tty.out.find("quantized " + slow_model_matrices + " matrices to int8");
+  ASSERT_NE(cleared, std::string::npos) << tty.out;
+  ASSERT_NE(phase, std::string::npos) << tty.out;
   EXPECT_LT(cleared, phase) << "the progress line is cleared before the phase's line";
-  EXPECT_EQ(tty.err.find("quantizing weights to int8: ", phase), std::string::npos) << "drawn after the step ended";
+  EXPECT_EQ(tty.out.find("quantizing weights to int8: ", phase), std::string::npos) << "drawn after the step ended";
 
   const process_result piped = run_process(generate_args(model), load_deadline);
   ASSERT_TRUE(piped.exited && piped.exit_code == 0) << piped.err;

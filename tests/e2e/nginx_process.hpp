@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "e2e/server_process.hpp"
+#include "support/server_process.hpp"
 
 namespace pagedserve::e2e {
 

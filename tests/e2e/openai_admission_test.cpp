@@ -6,8 +6,8 @@
 
 #include <memory>
 
-#include "e2e/openai_http_client.hpp"
-#include "e2e/server_process.hpp"
+#include "support/openai_http_client.hpp"
+#include "support/server_process.hpp"
 
 namespace pagedserve::e2e {
 namespace {
@@ -16,8 +16,8 @@ constexpr auto response_timeout = std::chrono::seconds(60);
 
 #define OPENAI_REQUIRE_MODEL()                   \
   do {                                           \
-    PAGEDSERVE_REQUIRE_SHARED(model_path());     \
-    PAGEDSERVE_REQUIRE_SHARED(tokenizer_path()); \
+    PAGEDSERVE_REQUIRE_DATA(model_path());     \
+    PAGEDSERVE_REQUIRE_DATA(tokenizer_path()); \
   } while (0)
 
 struct completion_seen {

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
-#include "e2e/openai_http_client.hpp"
-#include "e2e/server_process.hpp"
+#include "support/openai_http_client.hpp"
+#include "support/server_process.hpp"
 
 namespace pagedserve::e2e {
 namespace {
@@ -15,8 +15,8 @@ constexpr auto response_timeout = std::chrono::seconds(30);
 
 #define OPENAI_REQUIRE_MODEL()                   \
   do {                                           \
-    PAGEDSERVE_REQUIRE_SHARED(model_path());     \
-    PAGEDSERVE_REQUIRE_SHARED(tokenizer_path()); \
+    PAGEDSERVE_REQUIRE_DATA(model_path());     \
+    PAGEDSERVE_REQUIRE_DATA(tokenizer_path()); \
   } while (0)
 
 std::string series(const std::string& name, const std::string& label = {}) {

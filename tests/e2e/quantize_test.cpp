@@ -3,7 +3,7 @@
 // start-up with one clear error.
 #include <gtest/gtest.h>
 
-#include "e2e/server_process.hpp"
+#include "support/server_process.hpp"
 #include "e2e/stream_collector.hpp"
 
 namespace pagedserve::e2e {
@@ -19,7 +19,7 @@ process_result generate_with(const std::string& quantize, const std::string& pro
 // int4 on stories260K (rows of 64 and 172 weights, not whole q4_K blocks) takes int8's path for every
 // matrix, saying so in the log; tests/model/int4_quantize_test.cpp checks q4_K's numerics.
 TEST(quantize, generate_prints_text_for_int8_int4_and_bf16) {
-  PAGEDSERVE_REQUIRE_SHARED(model_path());
+  PAGEDSERVE_REQUIRE_DATA(model_path());
   for (const char* q : {"int8", "int4", "bf16"}) {
     const process_result r = generate_with(q, "Once upon a time", 40);
     ASSERT_TRUE(r.exited && r.exit_code == 0) << q << ": " << r.err;
@@ -28,7 +28,7 @@ TEST(quantize, generate_prints_text_for_int8_int4_and_bf16) {
 }
 
 TEST(quantize, server_with_int8_streams_what_generate_prints) {
-  PAGEDSERVE_REQUIRE_SHARED(model_path());
+  PAGEDSERVE_REQUIRE_DATA(model_path());
   const process_result cli = generate_with("int8", "One day, Lily", 40);
   ASSERT_TRUE(cli.exited && cli.exit_code == 0) << cli.err;
   server_process server({"--quantize", "int8"});
@@ -48,7 +48,7 @@ TEST(quantize, server_with_int8_streams_what_generate_prints) {
 }
 
 TEST(quantize, unknown_format_is_refused_at_startup) {
-  PAGEDSERVE_REQUIRE_SHARED(model_path());
+  PAGEDSERVE_REQUIRE_DATA(model_path());
   const process_result r = run_process({test::server_binary().string(), "serve", "--model", model_path().string(),
                                         "--tokenizer", tokenizer_path().string(), "--port", "0", "--quantize", "int3"},
                                        std::chrono::seconds(5));

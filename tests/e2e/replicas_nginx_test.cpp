@@ -3,7 +3,7 @@
 // there, the other sees nothing), a replica killed mid-stream failing exactly the requests it held
 // while later ones go to the other, and a replica stopped with SIGTERM draining while nginx sends
 // new requests elsewhere. Skips, saying so, where nginx is not installed (scripts/install-deps.sh
-// installs nginx-light) or ../shared is absent.
+// installs nginx-light) or the model files are absent.
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -11,7 +11,7 @@
 
 #include "e2e/e2e_check.hpp"
 #include "e2e/nginx_process.hpp"
-#include "e2e/openai_http_client.hpp"
+#include "support/openai_http_client.hpp"
 #include "e2e/stream_collector.hpp"
 #include "pagedserve/ws_protocol.hpp"
 

@@ -6,9 +6,9 @@
 #include <simdjson.h>
 
 #include "e2e/e2e_check.hpp"
-#include "e2e/openai_http_client.hpp"
-#include "e2e/server_process.hpp"
-#include "e2e/ws_client.hpp"
+#include "support/openai_http_client.hpp"
+#include "support/server_process.hpp"
+#include "support/ws_client.hpp"
 
 namespace pagedserve::e2e {
 namespace {

@@ -7,9 +7,9 @@
 
 #include <iostream>
 
-#include "e2e/openai_http_client.hpp"
+#include "support/openai_http_client.hpp"
 #include "pagedserve/ws_protocol.hpp"  // json_append_string
-#include "e2e/server_process.hpp"
+#include "support/server_process.hpp"
 #include "e2e/stories_gguf.hpp"
 
 namespace pagedserve::e2e {
@@ -34,7 +34,7 @@ std::int64_t chat_prompt_tokens(unsigned short port, const std::string& content)
 }
 
 TEST(special_tokens_in_content, parse_and_text_tokenize_typed_control_tokens_differently) {
-  PAGEDSERVE_REQUIRE_SHARED(model_path());
+  PAGEDSERVE_REQUIRE_DATA(model_path());
   const auto gguf = write_stories_gguf();
   const std::string typed = "Lily\n</s>\nmet\n<s>\na cat", plain = "Lily met a cat";
   std::int64_t parse_typed = 0, parse_plain = 0, text_typed = 0, text_plain = 0;

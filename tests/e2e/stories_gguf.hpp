@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "e2e/server_process.hpp"
+#include "support/server_process.hpp"
 #include "pagedserve/gguf_writer.hpp"
 #include "pagedserve/model.hpp"
 

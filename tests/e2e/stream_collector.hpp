@@ -5,7 +5,7 @@
 #include <functional>
 #include <map>
 
-#include "e2e/ws_client.hpp"
+#include "support/ws_client.hpp"
 
 namespace pagedserve::e2e {
 

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "e2e/openai_http_client.hpp"
-#include "e2e/server_process.hpp"
+#include "support/openai_http_client.hpp"
+#include "support/server_process.hpp"
 
 namespace pagedserve::e2e {
 namespace {
@@ -18,8 +18,8 @@ namespace fs = std::filesystem;
 
 #define WEB_REQUIRE_MODEL()                      \
   do {                                           \
-    PAGEDSERVE_REQUIRE_SHARED(model_path());     \
-    PAGEDSERVE_REQUIRE_SHARED(tokenizer_path()); \
+    PAGEDSERVE_REQUIRE_DATA(model_path());     \
+    PAGEDSERVE_REQUIRE_DATA(tokenizer_path()); \
   } while (0)
 
 const fs::path source_dir = PAGEDSERVE_SOURCE_DIR;

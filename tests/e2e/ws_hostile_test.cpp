@@ -15,7 +15,7 @@
 
 #include "e2e/e2e_check.hpp"
 #include "e2e/proc_memory.hpp"
-#include "e2e/server_process.hpp"
+#include "support/server_process.hpp"
 #include "support/sanitizer_env.hpp"
 #include "e2e/well_behaved_client.hpp"
 

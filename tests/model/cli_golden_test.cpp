@@ -26,12 +26,12 @@ std::string run_capture(const std::string& command) {
 }
 
 TEST(cli_generate, prints_the_golden_completion_for_every_case) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
   for (const auto& c : test::golden_stories260k()) {
     SCOPED_TRACE("prompt '" + c.prompt + "' steps " + std::to_string(c.steps));
     const std::string cmd = test::server_binary().string() + " generate --model " +
-                            shell_quote(test::shared_model("stories260K.bin").string()) + " --tokenizer " +
-                            shell_quote(test::shared_model("tok512.bin").string()) + " --prompt " +
+                            shell_quote(test::model_file("stories260K.bin").string()) + " --tokenizer " +
+                            shell_quote(test::model_file("tok512.bin").string()) + " --prompt " +
                             shell_quote(c.prompt) + " --max-tokens " + std::to_string(c.n_generated) +
                             " --temperature 0 2>/dev/null";
     EXPECT_EQ(run_capture(cmd), c.generated_text);

@@ -78,14 +78,14 @@ std::vector<float> tensor_row(const gguf_tensor_info& t, dtype type, std::size_t
 // are printed with 12 digits, taken in double over ggml's floats (ours match them to 5e-12), and one
 // value one ulp off (2^-24 of it) moves a row's sum by about 1e-8 of it, so they are held to 1e-9.
 TEST(ggml_blocks_golden, rows_decode_as_ggml_decodes_them) {
-  const auto dir = test::shared_dir();
-  PAGEDSERVE_REQUIRE_SHARED(dir);
+  const auto dir = test::data_file("golden/gguf");
+  PAGEDSERVE_REQUIRE_DATA(dir);
   simdjson::dom::parser parser;
-  const simdjson::dom::element root = parser.load((dir / "golden" / "gguf" / "quant_golden.json").string());
+  const simdjson::dom::element root = parser.load((dir / "quant_golden.json").string());
   std::map<std::string, int> rows_checked;  // per type
   double worst_sum = 0.0;
   for (auto [file_name, file] : root["files"].get_object()) {
-    auto f = gguf_file::open(dir / "golden" / "gguf" / std::string(file_name));
+    auto f = gguf_file::open(dir / std::string(file_name));
     ASSERT_TRUE(f.has_value()) << f.error();
     for (auto [tensor_name, tensor] : file["tensors"].get_object()) {
       SCOPED_TRACE(std::string(file_name) + " " + std::string(tensor_name));
@@ -124,13 +124,13 @@ TEST(ggml_blocks_golden, rows_decode_as_ggml_decodes_them) {
 // must come within 1% of its error (they search the same way, with other weights and sums in
 // another order; measured: q4_K 1.0065x, q5_K 1.003x, q6_K 0.978x of ggml's error).
 TEST(ggml_blocks_golden, encoders_match_llama_quantize) {
-  const auto dir = test::shared_dir();
-  PAGEDSERVE_REQUIRE_SHARED(dir);
-  const auto source = gguf_file::open(dir / "golden" / "gguf" / "qtiny-F32.gguf");
+  const auto dir = test::data_file("golden/gguf");
+  PAGEDSERVE_REQUIRE_DATA(dir);
+  const auto source = gguf_file::open(dir / "qtiny-F32.gguf");
   ASSERT_TRUE(source.has_value()) << source.error();
   std::map<std::string, double> ours_error, ggml_error;  // per type: sums of squared errors
   for (const char* name : {"qtiny-Q8_0.gguf", "qtiny-Q4_0.gguf", "qtiny-Q4_K_M.gguf", "qtiny-Q5_K_M.gguf"}) {
-    const auto f = gguf_file::open(dir / "golden" / "gguf" / name);
+    const auto f = gguf_file::open(dir / name);
     ASSERT_TRUE(f.has_value()) << f.error();
     for (const gguf_tensor_info& t : f->tensors()) {
       const std::optional<dtype> type = dtype_of_ggml_type(t.type);

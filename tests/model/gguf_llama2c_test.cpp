@@ -59,8 +59,8 @@ void write_llama2c_as_gguf(const model& m, const std::filesystem::path& path) {
 }
 
 TEST(gguf_stories260k, same_logits_and_greedy_ids_as_the_llama2c_loader) {
-  const auto ckpt = test::shared_model("stories260K.bin");
-  PAGEDSERVE_REQUIRE_SHARED(ckpt);
+  const auto ckpt = test::model_file("stories260K.bin");
+  PAGEDSERVE_REQUIRE_DATA(ckpt);
   auto original = llama2c_model_load(ckpt);
   ASSERT_TRUE(original.has_value()) << original.error();
   const auto path = test::temp_dir("stories260K.gguf");
@@ -76,7 +76,7 @@ TEST(gguf_stories260k, same_logits_and_greedy_ids_as_the_llama2c_loader) {
   const std::vector<int> a = {1, 403, 407, 261, 378, 6, 9, 30}, b = {1, 68, 300, 33, 1};
   EXPECT_EQ(test::run_engine(**m, kt, a, b), test::run_engine(**original, kt, a, b));
 
-  auto tok = llama2c_tokenizer_load(test::shared_model("tok512.bin"), (*m)->config.vocab_size);
+  auto tok = llama2c_tokenizer_load(test::model_file("tok512.bin"), (*m)->config.vocab_size);
   ASSERT_TRUE(tok.has_value()) << tok.error();
   test::expect_golden_greedy_ids(**m, **tok);
   std::filesystem::remove(path);

@@ -1,4 +1,4 @@
-// llama.cpp's quantized GGUF files (../shared/golden/gguf: one small Llama as F32, F16, Q8_0, Q4_0,
+// llama.cpp's quantized GGUF files (tests/data/golden/gguf: one small Llama as F32, F16, Q8_0, Q4_0,
 // Q4_K_M, Q5_K_M and Q6_K) against llama.cpp's own logits, teacher forced over three prompts:
 //   - loaded with --quantize f32 (each block dequantized exactly) on the scalar table: llama.cpp's
 //     logits over the same exactly dequantized weights, to 1e-3;
@@ -49,7 +49,7 @@ const golden& golden_load() {
   static const golden g = [] {
     golden out;
     static simdjson::dom::parser parser;
-    simdjson::dom::element root = parser.load((test::shared_dir() / "golden" / "gguf" / "quant_golden.json").string());
+    simdjson::dom::element root = parser.load((test::data_file("golden/gguf") / "quant_golden.json").string());
     for (auto p : root["prompts"].get_array()) {
       auto& ids = out.prompts.emplace_back();
       for (auto v : p.get_array()) ids.push_back(static_cast<token_id>(int64_t(v)));
@@ -84,7 +84,7 @@ double worst_error(const model& m, const kernels::kernel_table& kt, const golden
 }
 
 std::shared_ptr<const model> load(const golden_file& f, weight_format format) {
-  auto m = gguf_model_load(test::shared_dir() / "golden" / "gguf" / f.name, {.weights = format});
+  auto m = gguf_model_load(test::data_file("golden/gguf") / f.name, {.weights = format});
   EXPECT_TRUE(m.has_value()) << m.error();
   return m ? *m : nullptr;
 }
@@ -98,7 +98,7 @@ std::string golden_type_name(dtype t) {
 }
 
 TEST(gguf_quant_golden, exactly_dequantized_weights_give_llama_cpps_fp32_logits) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_dir());
+  PAGEDSERVE_REQUIRE_DATA(test::data_file("golden/gguf"));
   const golden& g = golden_load();
   const kernels::kernel_table& scalar = *kernels::kernel_table_select("scalar");
   for (const golden_file& f : g.files) {
@@ -115,7 +115,7 @@ TEST(gguf_quant_golden, exactly_dequantized_weights_give_llama_cpps_fp32_logits)
 }
 
 TEST(gguf_quant_golden, packed_blocks_track_llama_cpps_quantized_path) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_dir());
+  PAGEDSERVE_REQUIRE_DATA(test::data_file("golden/gguf"));
   const kernels::kernel_table& best = *kernels::kernel_table_select();
   if (!best.matmul_blocks) GTEST_SKIP() << "this build's kernel tables have no block matmul";
   const golden& g = golden_load();
@@ -135,13 +135,13 @@ TEST(gguf_quant_golden, packed_blocks_track_llama_cpps_quantized_path) {
 // Every tensor of every file: the type the loaded model holds it in (packed) is the file's, and the
 // writer's recipe of the file's name picks that same type (llama-quantize's choice, tensor by tensor).
 TEST(gguf_quant_golden, recipes_pick_llama_quantizes_types) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_dir());
+  PAGEDSERVE_REQUIRE_DATA(test::data_file("golden/gguf"));
   for (const golden_file& f : golden_load().files) {
     SCOPED_TRACE(f.name);
     const std::string ftype = f.name.substr(6, f.name.size() - 6 - 5);  // qtiny-<ftype>.gguf
     const std::optional<gguf_recipe> recipe = gguf_recipe_parse(ftype);
     ASSERT_TRUE(recipe) << ftype;
-    auto file = gguf_file::open(test::shared_dir() / "golden" / "gguf" / f.name);
+    auto file = gguf_file::open(test::data_file("golden/gguf") / f.name);
     ASSERT_TRUE(file.has_value()) << file.error();
     const gguf_recipe_model shape{4, 2, file->tensor("output.weight") == nullptr};
     int n_checked = 0;

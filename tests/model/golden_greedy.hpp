@@ -1,5 +1,5 @@
 #pragma once
-// Checks a model against run.c's greedy generations of ../shared/golden/stories260K.json: the same
+// Checks a model against run.c's greedy generations of tests/data/golden/stories260K.json: the same
 // ids for every case, and the same stop on BOS. Any loader's copy of stories260K must pass it.
 #include <gtest/gtest.h>
 

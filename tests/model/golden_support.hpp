@@ -1,5 +1,5 @@
 #pragma once
-// Reads ../shared/golden/stories260K.json (in place) into plain structs for the model tests.
+// Reads tests/data/golden/stories260K.json into plain structs for the model tests.
 #include <simdjson.h>
 
 #include <string>
@@ -31,13 +31,13 @@ inline std::vector<int> golden_ints(simdjson::dom::element e) {
   return out;
 }
 
-// Empty when ../shared is absent.
+// Empty when the golden file is absent.
 inline std::vector<golden_case> golden_stories260k() {
   std::vector<golden_case> cases;
-  const auto dir = shared_dir();
-  if (dir.empty()) return cases;
+  const auto path = data_file("golden/stories260K.json");
+  if (path.empty()) return cases;
   static simdjson::dom::parser parser;
-  simdjson::dom::element root = parser.load((dir / "golden" / "stories260K.json").string());
+  simdjson::dom::element root = parser.load(path.string());
   for (auto c : root["cases"].get_array()) {
     golden_case g;
     g.prompt = std::string(std::string_view(c["prompt"]));

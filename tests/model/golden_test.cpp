@@ -21,9 +21,9 @@ struct stories260k {
 };
 
 stories260k load_stories() {
-  auto m = llama2c_model_load(test::shared_model("stories260K.bin"));
+  auto m = llama2c_model_load(test::model_file("stories260K.bin"));
   EXPECT_TRUE(m.has_value()) << m.error();
-  auto t = llama2c_tokenizer_load(test::shared_model("tok512.bin"), (*m)->config.vocab_size);
+  auto t = llama2c_tokenizer_load(test::model_file("tok512.bin"), (*m)->config.vocab_size);
   EXPECT_TRUE(t.has_value()) << t.error();
   return {std::move(*m), std::move(*t)};
 }
@@ -31,7 +31,7 @@ stories260k load_stories() {
 class golden : public ::testing::TestWithParam<const kernels::kernel_table*> {};
 
 TEST_P(golden, greedy_ids_match_run_c_for_every_case) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
   const auto s = load_stories();
   const auto cases = test::golden_stories260k();
   ASSERT_EQ(cases.size(), 8u);
@@ -49,7 +49,7 @@ TEST_P(golden, greedy_ids_match_run_c_for_every_case) {
 }
 
 TEST_P(golden, chunked_prefill_gives_the_same_ids) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
   const auto s = load_stories();
   const auto cases = test::golden_stories260k();
   for (const auto& c : cases) {
@@ -97,7 +97,7 @@ void check_first_positions_logits(const kernels::kernel_table& kt, dtype kv_type
 }
 
 TEST_P(golden, logits_of_first_positions_match_to_1e_4) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
   check_first_positions_logits(*GetParam(), dtype::f32, 1e-4);
 }
 
@@ -105,7 +105,7 @@ TEST_P(golden, logits_of_first_positions_match_to_1e_4) {
 // most 5.8e-3 over these positions and every table, measured; 1.1e-5 with the fp32 cache), and no
 // argmax changes.
 TEST_P(golden, fp16_kv_cache_logits_stay_close_to_run_c) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
   check_first_positions_logits(*GetParam(), dtype::f16, 1e-2);
 }
 

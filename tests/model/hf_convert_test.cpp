@@ -41,8 +41,8 @@ std::vector<float> prefill_logits(const model& m, const kernels::kernel_table& k
 class stories_converted : public testing::Test {
  protected:
   void SetUp() override {
-    ckpt_ = test::shared_model("stories260K.bin");
-    PAGEDSERVE_REQUIRE_SHARED(ckpt_);
+    ckpt_ = test::model_file("stories260K.bin");
+    PAGEDSERVE_REQUIRE_DATA(ckpt_);
     dir_ = test::temp_dir("stories260K");
     std::filesystem::remove_all(dir_);
     auto written = hf_folder_write_from_llama2c(ckpt_, dir_);
@@ -95,7 +95,7 @@ TEST_F(stories_converted, logits_match_the_llama2c_loader_to_1e_5) {
 TEST_F(stories_converted, greedy_ids_match_run_c_for_every_golden_case) {
   auto m = hf_model_load(dir_);
   ASSERT_TRUE(m.has_value()) << m.error();
-  auto tok = llama2c_tokenizer_load(test::shared_model("tok512.bin"), (*m)->config.vocab_size);
+  auto tok = llama2c_tokenizer_load(test::model_file("tok512.bin"), (*m)->config.vocab_size);
   ASSERT_TRUE(tok.has_value()) << tok.error();
   test::expect_golden_greedy_ids(**m, **tok);
 }

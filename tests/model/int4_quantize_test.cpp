@@ -60,13 +60,13 @@ logit_error compare(const std::vector<float>& got, const std::vector<float>& wan
 }
 
 std::shared_ptr<const model> golden_fp32() {
-  auto m = gguf_model_load(test::shared_dir() / "golden" / "gguf" / "qtiny-F32.gguf");
+  auto m = gguf_model_load(test::data_file("golden/gguf") / "qtiny-F32.gguf");
   EXPECT_TRUE(m.has_value()) << m.error();
   return m ? *m : nullptr;
 }
 
 TEST(int4_quantize, candidates_measured_and_the_chosen_one_stays_close_to_fp32) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_dir());
+  PAGEDSERVE_REQUIRE_DATA(test::data_file("golden/gguf"));
   const auto fp32 = golden_fp32();
   ASSERT_TRUE(fp32);
   const kernels::kernel_table& kt = *kernels::kernel_table_select();
@@ -99,8 +99,8 @@ TEST(int4_quantize, candidates_measured_and_the_chosen_one_stays_close_to_fp32) 
 }
 
 TEST(int4_quantize, rows_that_are_not_whole_blocks_fall_back_to_int8) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
-  auto m = llama2c_model_load(test::shared_model("stories260K.bin"));  // dim 64, hidden 172
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
+  auto m = llama2c_model_load(test::model_file("stories260K.bin"));  // dim 64, hidden 172
   ASSERT_TRUE(m.has_value()) << m.error();
   auto int4 = std::make_shared<model>(**m);
   model_convert_weights(*int4, weight_format::int4);

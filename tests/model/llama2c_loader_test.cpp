@@ -27,8 +27,8 @@ model_config small_config(bool shared) {
 }
 
 TEST(llama2c_loader, stories260k_header_and_shared_classifier) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
-  auto m = llama2c_model_load(test::shared_model("stories260K.bin"));
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
+  auto m = llama2c_model_load(test::model_file("stories260K.bin"));
   ASSERT_TRUE(m.has_value()) << m.error();
   const model_config& c = (*m)->config;
   EXPECT_EQ(c.dim, 64);

@@ -25,7 +25,7 @@ using test::prefill_logits;
 const char* const prompt_text = "Once upon a time, there was a little girl named Lily. She loved to play";
 
 std::shared_ptr<const model> load_as(weight_format format) {
-  auto m = llama2c_model_load(test::shared_model("stories260K.bin"));
+  auto m = llama2c_model_load(test::model_file("stories260K.bin"));
   EXPECT_TRUE(m.has_value()) << m.error();
   auto converted = std::make_shared<model>(**m);
   model_convert_weights(*converted, format);
@@ -61,8 +61,8 @@ logit_error compare(const std::vector<float>& got, const std::vector<float>& wan
 // Every kernel table agrees to 1e-5 (the int8 matmuls give the same bits on every table; norms,
 // attention and SwiGLU are fp32 and differ in the last bits). The bounds leave about 2x headroom.
 TEST(quantized_model, stories260k_logits_stay_close_to_fp32) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
-  auto tok = llama2c_tokenizer_load(test::shared_model("tok512.bin"), 512);
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
+  auto tok = llama2c_tokenizer_load(test::model_file("tok512.bin"), 512);
   ASSERT_TRUE(tok.has_value()) << tok.error();
   const auto ids = (*tok)->encode(prompt_text, true);
   const auto fp32 = load_as(weight_format::as_stored);
@@ -88,8 +88,8 @@ TEST(quantized_model, stories260k_logits_stay_close_to_fp32) {
 }
 
 TEST(quantized_model, stories260k_int8_greedy_text_is_sensible_and_batch_invariant) {
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_model("stories260K.bin"));
-  auto tok = llama2c_tokenizer_load(test::shared_model("tok512.bin"), 512);
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
+  auto tok = llama2c_tokenizer_load(test::model_file("tok512.bin"), 512);
   ASSERT_TRUE(tok.has_value()) << tok.error();
   const auto ids = (*tok)->encode("Once upon a time", true);
   const auto fp32 = load_as(weight_format::as_stored);

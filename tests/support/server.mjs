@@ -1,6 +1,6 @@
 // Starts the real `pagedserve serve` on 127.0.0.1 for the node tests (tests/e2e/openai,
-// tests/browser). No npm dependencies. Paths come from the environment CTest sets
-// (PAGEDSERVE_BINARY, PAGEDSERVE_SHARED_DIR), else from this checkout's layout.
+// tests/browser). No npm dependencies. The server binary comes from the environment CTest sets
+// (PAGEDSERVE_BINARY), else from this checkout's layout; the model is the repository's (tests/data).
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -9,9 +9,8 @@ import { fileURLToPath } from 'node:url';
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, '..', '..');
 export const binary = process.env.PAGEDSERVE_BINARY ?? join(repo, 'build', 'pagedserve');
-export const sharedDir = process.env.PAGEDSERVE_SHARED_DIR ?? join(repo, '..', 'shared');
-const model = join(sharedDir, 'models', 'stories260K.bin');
-const tokenizer = join(sharedDir, 'models', 'tok512.bin');
+const model = join(repo, 'tests', 'data', 'models', 'stories260K.bin');
+const tokenizer = join(repo, 'tests', 'data', 'models', 'tok512.bin');
 // Deadlines on the server stretch by PAGEDSERVE_TEST_TIME_SCALE (>= 1), as in tests/support/sanitizer_env.hpp.
 const scale = Math.min(Math.max(Number(process.env.PAGEDSERVE_TEST_TIME_SCALE) || 1, 1), 100);
 export const scaled = (ms) => Math.round(ms * scale);
@@ -23,7 +22,7 @@ export function sanitizerReport(log) {
 
 // Why the tests cannot run here, or null when they can.
 export function skipReason() {
-  if (!existsSync(model) || !existsSync(tokenizer)) return `../shared is absent: skipping (needs ${model})`;
+  if (!existsSync(model) || !existsSync(tokenizer)) return `test data absent: skipping (needs ${model})`;
   if (!existsSync(binary)) return `no server binary at ${binary}: build first`;
   return null;
 }

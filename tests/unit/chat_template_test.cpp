@@ -1,6 +1,6 @@
 // Chat templates rendered exactly as Python jinja2 renders them under transformers'
 // apply_chat_template (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, loopcontrols,
-// tojson with ensure_ascii=False): the golden conversations of ../shared/golden/tokenizers.json
+// tojson with ensure_ascii=False): the golden conversations of the tokenizers.json goldens
 // with the real Qwen3 and Llama 3 templates, the classic Llama 2 template, a table of language
 // features whose expected strings came from jinja2 3.1.6, and errors that must not crash or hang.
 #include "pagedserve/chat_template.hpp"
@@ -72,62 +72,68 @@ void write_file(const fs::path& p, std::string_view text) {
 
 // ---- the golden conversations --------------------------------------------------------------------
 
-TEST(chat_template_golden, renders_every_golden_conversation_byte_for_byte) {
-  const fs::path shared = test::shared_dir();
-  PAGEDSERVE_REQUIRE_SHARED(shared);
+class chat_template_golden_of : public testing::TestWithParam<std::string> {};
+
+TEST_P(chat_template_golden_of, renders_every_golden_conversation_byte_for_byte) {
+  const std::string name = GetParam();
+  const fs::path dir = test::tokenizer_dir(name), golden_path = test::tokenizer_golden(name);
+  PAGEDSERVE_REQUIRE_DATA(dir);
+  PAGEDSERVE_REQUIRE_DATA(golden_path);
   simdjson::dom::parser parser;
   simdjson::dom::element golden;
-  ASSERT_EQ(parser.load((shared / "golden" / "tokenizers.json").string()).get(golden), simdjson::SUCCESS);
-  simdjson::dom::object tokenizers;
-  ASSERT_EQ(golden["tokenizers"].get(tokenizers), simdjson::SUCCESS);
-  std::map<std::string, int> n_rendered;
-  for (auto [name_view, tok] : tokenizers) {
-    const std::string name(name_view);
-    const auto config = chat_template_load(shared / "models" / "tokenizers" / name / "tokenizer_config.json");
-    ASSERT_TRUE(config.has_value()) << config.error();
-    simdjson::dom::array cases;
-    if (tok["chat"].get(cases) != simdjson::SUCCESS) {
-      EXPECT_FALSE(config->chat_template.has_value()) << name << " has a template but no golden chat cases";
-      continue;
-    }
-    ASSERT_TRUE(config->chat_template.has_value()) << name;
-    const auto tpl = chat_template::parse(*config->chat_template);
-    ASSERT_TRUE(tpl.has_value()) << name << ": " << tpl.error();
-    int index = 0;
-    for (simdjson::dom::element c : cases) {
-      chat_template_context ctx;
-      auto messages = chat_value_parse_json(simdjson::minify(c["messages"]));
-      ASSERT_TRUE(messages.has_value());
-      ctx.messages = std::get<chat_value::array>(messages->data);
-      ctx.add_generation_prompt = bool(c["add_generation_prompt"]);
-      auto kwargs = chat_value_parse_json(simdjson::minify(c["template_kwargs"]));
-      ASSERT_TRUE(kwargs.has_value());
-      ctx.variables = std::get<chat_value::object>(kwargs->data);
-      ctx.bos_token = config->bos_token;
-      ctx.eos_token = config->eos_token;
-      const auto rendered = tpl->render(ctx);
-      ASSERT_TRUE(rendered.has_value()) << name << " case " << index << ": " << rendered.error();
-      EXPECT_EQ(*rendered, std::string_view(c["rendered"])) << name << " case " << index;
-      ++n_rendered[name];
-      ++index;
-    }
+  ASSERT_EQ(parser.load(golden_path.string()).get(golden), simdjson::SUCCESS);
+  simdjson::dom::element tok;
+  ASSERT_EQ(golden["tokenizers"][name].get(tok), simdjson::SUCCESS);
+  const auto config = chat_template_load(dir / "tokenizer_config.json");
+  ASSERT_TRUE(config.has_value()) << config.error();
+  simdjson::dom::array cases;
+  if (tok["chat"].get(cases) != simdjson::SUCCESS) {
+    EXPECT_FALSE(config->chat_template.has_value()) << name << " has a template but no golden chat cases";
+    return;
   }
-  EXPECT_GT(n_rendered["qwen3"], 0);
-  EXPECT_GT(n_rendered["llama3"], 0);
+  ASSERT_TRUE(config->chat_template.has_value()) << name;
+  const auto tpl = chat_template::parse(*config->chat_template);
+  ASSERT_TRUE(tpl.has_value()) << name << ": " << tpl.error();
+  int index = 0;
+  for (simdjson::dom::element c : cases) {
+    chat_template_context ctx;
+    auto messages = chat_value_parse_json(simdjson::minify(c["messages"]));
+    ASSERT_TRUE(messages.has_value());
+    ctx.messages = std::get<chat_value::array>(messages->data);
+    ctx.add_generation_prompt = bool(c["add_generation_prompt"]);
+    auto kwargs = chat_value_parse_json(simdjson::minify(c["template_kwargs"]));
+    ASSERT_TRUE(kwargs.has_value());
+    ctx.variables = std::get<chat_value::object>(kwargs->data);
+    ctx.bos_token = config->bos_token;
+    ctx.eos_token = config->eos_token;
+    const auto rendered = tpl->render(ctx);
+    ASSERT_TRUE(rendered.has_value()) << name << " case " << index << ": " << rendered.error();
+    EXPECT_EQ(*rendered, std::string_view(c["rendered"])) << name << " case " << index;
+    ++index;
+  }
+  EXPECT_GT(index, 0) << name;
 }
 
-TEST(chat_template_golden, loads_special_tokens_from_tokenizer_config) {
-  const fs::path shared = test::shared_dir();
-  PAGEDSERVE_REQUIRE_SHARED(shared);
-  const fs::path dir = shared / "models" / "tokenizers";
-  const auto qwen3 = chat_template_load(dir / "qwen3" / "tokenizer_config.json");
+// llama2 has no chat template: its golden has no chat cases, and the test checks the config has none.
+INSTANTIATE_TEST_SUITE_P(hf, chat_template_golden_of, testing::Values("qwen3", "llama3", "llama2"));
+
+TEST(chat_template_golden, loads_qwen3_special_tokens_from_tokenizer_config) {
+  const fs::path qwen3_dir = test::tokenizer_dir("qwen3");
+  PAGEDSERVE_REQUIRE_DATA(qwen3_dir);
+  const auto qwen3 = chat_template_load(qwen3_dir / "tokenizer_config.json");
   ASSERT_TRUE(qwen3.has_value()) << qwen3.error();
   EXPECT_FALSE(qwen3->bos_token.has_value());  // null in the file: bos_token stays undefined
   EXPECT_EQ(qwen3->eos_token, "<|im_end|>");
-  const auto llama3 = chat_template_load(dir / "llama3" / "tokenizer_config.json");
+}
+
+TEST(chat_template_golden, loads_llama_special_tokens_from_tokenizer_config) {
+  const fs::path llama3_dir = test::tokenizer_dir("llama3"), llama2_dir = test::tokenizer_dir("llama2");
+  PAGEDSERVE_REQUIRE_DATA(llama3_dir);
+  PAGEDSERVE_REQUIRE_DATA(llama2_dir);
+  const auto llama3 = chat_template_load(llama3_dir / "tokenizer_config.json");
   ASSERT_TRUE(llama3.has_value()) << llama3.error();
   EXPECT_EQ(llama3->bos_token, "<|begin_of_text|>");
-  const auto llama2 = chat_template_load(dir / "llama2" / "tokenizer_config.json");
+  const auto llama2 = chat_template_load(llama2_dir / "tokenizer_config.json");
   ASSERT_TRUE(llama2.has_value()) << llama2.error();
   EXPECT_FALSE(llama2->chat_template.has_value());
   EXPECT_EQ(llama2->bos_token, "<s>");

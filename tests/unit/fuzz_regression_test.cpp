@@ -70,7 +70,7 @@ class fuzz_replay : public testing::TestWithParam<fuzz_target> {};
 TEST_P(fuzz_replay, every_seed_and_regression_runs_clean) {
   const fuzz_target& t = GetParam();
   if (t.initialize) {
-    PAGEDSERVE_REQUIRE_SHARED(pagedserve::test::shared_dir());
+    PAGEDSERVE_REQUIRE_DATA(pagedserve::test::shared_dir());
     static std::set<std::string> initialized;  // each target loads its tokenizers once per process
     if (initialized.insert(t.name).second) t.initialize(nullptr, nullptr);
   }

@@ -1,8 +1,8 @@
 // Tokenizers embedded in GGUF files: the test converts the real tokenizer.json files of
-// ../shared/models/tokenizers into GGUF tokenizer metadata the way llama.cpp's converter does
+// the tokenizer.json files (test::tokenizer_dir) into GGUF tokenizer metadata the way llama.cpp's converter does
 // (gpt2: tokens + merges + token types + pre-tokenizer name; llama: SentencePiece tokens + scores +
 // token types), loads them through tokenizer_load_any, and checks every golden case of
-// ../shared/golden/tokenizers.json.
+// the tokenizers.json goldens.
 #include <gtest/gtest.h>
 #include <simdjson.h>
 #include <unistd.h>
@@ -112,9 +112,9 @@ class gguf_tokenizer_golden : public testing::TestWithParam<golden_param> {};
 
 TEST_P(gguf_tokenizer_golden, every_case_matches) {
   const auto& [name, pre] = GetParam();
-  const fs::path shared = test::shared_dir();
-  PAGEDSERVE_REQUIRE_SHARED(shared);
-  const fs::path dir = shared / "models" / "tokenizers" / name, golden = shared / "golden" / "tokenizers.json";
+  const fs::path dir = test::tokenizer_dir(name), golden = test::tokenizer_golden(name);
+  PAGEDSERVE_REQUIRE_DATA(dir);
+  PAGEDSERVE_REQUIRE_DATA(golden);
   const fs::path path = fs::temp_directory_path() / ("pagedserve_tok_" + std::to_string(::getpid()) + name + ".gguf");
   gguf_writer w;
   add_tokenizer_from_json(w, dir, pre);

@@ -62,8 +62,8 @@ TEST(hf_added_tokens, trie_matches_brute_force_leftmost_longest) {
 }
 
 TEST(hf_added_tokens, llama3_round_trips_hostile_text) {
-  const fs::path dir = test::shared_dir() / "models" / "tokenizers" / "llama3";
-  PAGEDSERVE_REQUIRE_SHARED(dir);
+  const fs::path dir = test::tokenizer_dir("llama3");
+  PAGEDSERVE_REQUIRE_DATA(dir);
   auto tok = hf_tokenizer_load(dir);
   ASSERT_TRUE(tok) << tok.error();
   for (const std::string unit : {"<", "<|", "<|reserved_special_token_", "<|eot_id|"}) {

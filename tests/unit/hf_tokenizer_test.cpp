@@ -1,4 +1,4 @@
-// Hugging Face tokenizer.json tokenizers against ../shared/golden/tokenizers.json (qwen3, llama3,
+// Hugging Face tokenizer.json tokenizers against the tokenizers.json goldens (qwen3, llama3,
 // llama2: ids, ids with the post-processor, vocabulary strings, decode and streaming decode, chat
 // prompts), small hand-written tokenizer.json files for the flags the real files do not use, and
 // corrupt or missing files, each of which must be a clear error rather than a crash.
@@ -19,18 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path tokenizer_dir(const std::string& name) {
-  const fs::path shared = test::shared_dir();
-  if (shared.empty()) return {};
-  const fs::path p = shared / "models" / "tokenizers" / name;
-  return fs::exists(p) ? p : fs::path{};
-}
-
-fs::path golden_path() {
-  const fs::path shared = test::shared_dir();
-  return shared.empty() || !fs::exists(shared / "golden" / "tokenizers.json") ? fs::path{}
-                                                                              : shared / "golden" / "tokenizers.json";
-}
+using test::tokenizer_dir;
 
 std::vector<token_id> json_ids(simdjson::dom::element arr) {
   std::vector<token_id> ids;
@@ -54,15 +43,15 @@ std::unique_ptr<tokenizer> load_timed(const fs::path& dir, const std::string& na
   return tok ? std::move(*tok) : nullptr;
 }
 
-// ---- golden: every case of ../shared/golden/tokenizers.json ---------------------------------------
+// ---- golden: every case of the tokenizers.json goldens ----------------------------------------
 
 class hf_tokenizer_golden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(hf_tokenizer_golden, every_case) {
   const std::string name = GetParam();
-  const fs::path dir = tokenizer_dir(name), golden = golden_path();
-  PAGEDSERVE_REQUIRE_SHARED(dir);
-  PAGEDSERVE_REQUIRE_SHARED(golden);
+  const fs::path dir = tokenizer_dir(name), golden = test::tokenizer_golden(name);
+  PAGEDSERVE_REQUIRE_DATA(dir);
+  PAGEDSERVE_REQUIRE_DATA(golden);
   simdjson::dom::parser parser;
   simdjson::dom::element root = parser.load(golden.string()).value();
   // The conventions this test relies on: ids without special tokens, decode without skipping.
@@ -107,9 +96,9 @@ TEST_P(hf_tokenizer_golden, every_case) {
 
 INSTANTIATE_TEST_SUITE_P(hf, hf_tokenizer_golden, ::testing::Values("qwen3", "llama3", "llama2"));
 
-TEST(hf_tokenizer, special_ids_from_config) {
-  const fs::path q = tokenizer_dir("qwen3"), l3 = tokenizer_dir("llama3"), l2 = tokenizer_dir("llama2");
-  PAGEDSERVE_REQUIRE_SHARED(q);
+TEST(hf_tokenizer, qwen3_special_ids_from_config) {
+  const fs::path q = tokenizer_dir("qwen3");
+  PAGEDSERVE_REQUIRE_DATA(q);
   auto qwen = hf_tokenizer_load(q / "tokenizer.json");
   ASSERT_TRUE(qwen) << qwen.error();
   EXPECT_EQ((*qwen)->bos_id(), -1);
@@ -122,8 +111,11 @@ TEST(hf_tokenizer, special_ids_from_config) {
   const std::vector<token_id> chat = {151644, 9707, 151645};
   EXPECT_EQ((*qwen)->decode(chat, false), "<|im_start|>Hello<|im_end|>");
   EXPECT_EQ((*qwen)->decode(chat, true), "Hello");
+}
 
-  PAGEDSERVE_REQUIRE_SHARED(l3);
+TEST(hf_tokenizer, llama3_special_ids_from_config) {
+  const fs::path l3 = tokenizer_dir("llama3");
+  PAGEDSERVE_REQUIRE_DATA(l3);
   auto llama3 = hf_tokenizer_load(l3);
   ASSERT_TRUE(llama3) << llama3.error();
   EXPECT_EQ((*llama3)->bos_id(), 128000);
@@ -133,8 +125,11 @@ TEST(hf_tokenizer, special_ids_from_config) {
   const std::vector<token_id> spaced = {9906, 1174, 1917, 662};  // "Hello" " ," " world" " ."
   EXPECT_EQ((*llama3)->decode(spaced, false), "Hello, world.");  // clean_up_tokenization_spaces
   EXPECT_EQ(streamed(**llama3, spaced), "Hello , world .");
+}
 
-  PAGEDSERVE_REQUIRE_SHARED(l2);
+TEST(hf_tokenizer, llama2_special_ids_from_config) {
+  const fs::path l2 = tokenizer_dir("llama2");
+  PAGEDSERVE_REQUIRE_DATA(l2);
   auto llama2 = hf_tokenizer_load(l2);
   ASSERT_TRUE(llama2) << llama2.error();
   EXPECT_EQ((*llama2)->bos_id(), 1);
@@ -150,7 +145,7 @@ TEST(hf_tokenizer, special_ids_from_config) {
 
 TEST(hf_tokenizer, encode_speed_and_invalid_utf8) {
   const fs::path dir = tokenizer_dir("qwen3");
-  PAGEDSERVE_REQUIRE_SHARED(dir);
+  PAGEDSERVE_REQUIRE_DATA(dir);
   auto tok = hf_tokenizer_load(dir);
   ASSERT_TRUE(tok) << tok.error();
   std::string text;
@@ -304,8 +299,8 @@ TEST_F(hf_tokenizer_files, load_any_picks_the_format) {
   EXPECT_FALSE(tokenizer_load_any(write("junk.bin", "not a tokenizer at all"), 0));
   fs::create_directories(dir_ / "empty");
   EXPECT_FALSE(tokenizer_load_any(dir_ / "empty", 0));
-  const fs::path tok512 = test::shared_model("tok512.bin");
-  PAGEDSERVE_REQUIRE_SHARED(tok512);
+  const fs::path tok512 = test::model_file("tok512.bin");
+  PAGEDSERVE_REQUIRE_DATA(tok512);
   auto l2c = tokenizer_load_any(tok512, 0);  // token count found by walking the file
   ASSERT_TRUE(l2c) << l2c.error();
   EXPECT_EQ((*l2c)->vocab_size(), 512);
@@ -346,8 +341,8 @@ TEST_F(hf_tokenizer_files, corrupt_files_are_clear_errors) {
 }
 
 TEST_F(hf_tokenizer_files, truncated_real_files_are_errors) {
-  const fs::path dir = tokenizer_dir("llama2");
-  PAGEDSERVE_REQUIRE_SHARED(dir);
+  const fs::path dir = tokenizer_dir("qwen3");
+  PAGEDSERVE_REQUIRE_DATA(dir);
   std::ifstream in(dir / "tokenizer.json", std::ios::binary);
   const std::string full{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   for (const double frac : {0.0001, 0.01, 0.3, 0.6, 0.9, 0.99999}) {

@@ -106,8 +106,8 @@ std::unique_ptr<tokenizer> small_tokenizer() {
   return std::move(*tok);
 }
 
-std::unique_ptr<tokenizer> load_shared(const std::string& name, int vocab_size) {
-  const fs::path path = test::shared_model(name);
+std::unique_ptr<tokenizer> load_model_tokenizer(const std::string& name, int vocab_size) {
+  const fs::path path = test::model_file(name);
   if (path.empty()) return nullptr;
   auto tok = llama2c_tokenizer_load(path, vocab_size);
   EXPECT_TRUE(tok.has_value()) << tok.error();
@@ -206,10 +206,11 @@ class tokenizer_files : public ::testing::Test {
 // ---- encode / decode -----------------------------------------------------------------------------
 
 TEST(tokenizer_llama2c, golden_stories260k_prompt_ids_and_decoded_text) {
-  const auto tok = load_shared("tok512.bin", 512);
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_dir());
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("tok512.bin"));
+  const auto tok = load_model_tokenizer("tok512.bin", 512);
   ASSERT_NE(tok, nullptr);
-  const fs::path golden = test::shared_dir() / "golden" / "stories260K.json";
+  const fs::path golden = test::data_file("golden/stories260K.json");
+  PAGEDSERVE_REQUIRE_DATA(golden);
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   ASSERT_EQ(parser.load(golden.string()).get(doc), simdjson::SUCCESS) << golden;
@@ -234,8 +235,8 @@ TEST(tokenizer_llama2c, golden_stories260k_prompt_ids_and_decoded_text) {
 }
 
 TEST(tokenizer_llama2c, llama2_vocab_matches_sentencepiece_ids) {
-  const auto tok = load_shared("tokenizer.bin", 32000);
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_dir());
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("tokenizer.bin"));
+  const auto tok = load_model_tokenizer("tokenizer.bin", 32000);
   ASSERT_NE(tok, nullptr);
   EXPECT_EQ(tok->vocab_size(), 32000);
   EXPECT_EQ(tok->encode("Hello world", true), (std::vector<token_id>{1, 15043, 3186}));
@@ -243,7 +244,8 @@ TEST(tokenizer_llama2c, llama2_vocab_matches_sentencepiece_ids) {
 
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
-  const fs::path golden = test::shared_dir() / "golden" / "tokenizers.json";
+  const fs::path golden = test::tokenizer_golden("llama2");
+  PAGEDSERVE_REQUIRE_DATA(golden);
   ASSERT_EQ(parser.load(golden.string()).get(doc), simdjson::SUCCESS) << golden;
   int n_checked = 0;
   for (simdjson::dom::element c : doc["tokenizers"]["llama2"]["cases"].get_array()) {
@@ -268,8 +270,8 @@ TEST(tokenizer_llama2c, llama2_vocab_matches_sentencepiece_ids) {
 }
 
 TEST(tokenizer_llama2c, llama2_vocab_roundtrips_text) {
-  const auto tok = load_shared("tokenizer.bin", 32000);
-  PAGEDSERVE_REQUIRE_SHARED(test::shared_dir());
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("tokenizer.bin"));
+  const auto tok = load_model_tokenizer("tokenizer.bin", 32000);
   ASSERT_NE(tok, nullptr);
   const std::vector<std::string> texts = {
       "Hello world",  "café",         "Hello, 🐶 world! 👨‍👩‍👧",     "naïve résumé Ångström", "日本語のテキスト",
@@ -316,7 +318,7 @@ TEST(tokenizer_llama2c, matches_run_c_reference_on_random_strings) {
     run(**tok, run_c_reference(bytes, 265));
   }
   for (const auto& [name, n] : {std::pair<std::string, int>{"tok512.bin", 512}, {"tokenizer.bin", 32000}}) {
-    const fs::path path = test::shared_model(name);
+    const fs::path path = test::model_file(name);
     if (path.empty()) continue;
     SCOPED_TRACE(name);
     const auto tok = llama2c_tokenizer_load(path, n);

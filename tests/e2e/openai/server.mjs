@@ -2,7 +2,7 @@
 // API for comparisons.
 import WebSocket from 'ws';
 
-export { binary, sharedDir, skipReason, startServer } from '../../support/server.mjs';
+export { binary, skipReason, startServer } from '../../support/server.mjs';
 
 // One generate request over /v1/ws: resolves to { text, tokenIds, logprobs, done } at its done frame.
 export function websocketGenerate(port, frame, headers = {}) {

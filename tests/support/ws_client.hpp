@@ -4,7 +4,7 @@
 // io_context driven until they finish or the deadline passes; a read that times out stays
 // pending and a later read() picks its frame up, so "nothing arrived for 300 ms" is a safe
 // question to ask without breaking the connection. The Beast code lives in ws_client.cpp, built
-// once (e2e_clients).
+// once (test_support).
 #include <chrono>
 #include <cstdint>
 #include <expected>

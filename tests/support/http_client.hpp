@@ -1,7 +1,7 @@
 #pragma once
-// A tiny HTTP/1.1 GET for end-to-end tests, bounded by a deadline, and /health read into a struct.
-// Deadlines here and in the other e2e clients stretch by PAGEDSERVE_TEST_TIME_SCALE
-// (support/sanitizer_env.hpp). The Beast code lives in http_client.cpp, built once (e2e_clients).
+// HTTP GET for end-to-end tests, bounded by a deadline, and /health read into a struct. The GET is
+// the product's own blocking client (src/hub/hub_client.hpp), as loadgen's is. Deadlines here and in
+// the other e2e clients stretch by PAGEDSERVE_TEST_TIME_SCALE (support/sanitizer_env.hpp).
 #include <chrono>
 #include <cstdint>
 #include <expected>

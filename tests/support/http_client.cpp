@@ -1,56 +1,24 @@
-// The e2e HTTP GET and /health client (http_client.hpp), compiled once into e2e_clients so the test
-// files do not each instantiate Beast (under ASan that cost ~50 s of CPU per file).
-#include "e2e/http_client.hpp"
+// The e2e HTTP GET and /health client (http_client.hpp), compiled once into test_support.
+#include "support/http_client.hpp"
 
 #include <simdjson.h>
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <thread>
 
+#include "src/hub/hub_client.hpp"
 #include "support/sanitizer_env.hpp"
 
 namespace pagedserve::e2e {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = asio::ip::tcp;
-
 std::expected<http_response, std::string> http_get(unsigned short port, const std::string& target,
                                                    std::chrono::milliseconds timeout) {
-  asio::io_context ioc;
-  beast::tcp_stream stream(ioc);
-  beast::flat_buffer buffer;
-  http::request<http::empty_body> req{http::verb::get, target, 11};
-  req.set(http::field::host, "127.0.0.1");
-  req.keep_alive(false);
-  http::response<http::string_body> res;
-  beast::error_code result = asio::error::would_block;
-  const tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), port);
-  stream.expires_after(test::scaled(timeout));  // one deadline for connect, write and read together
-  stream.async_connect(endpoint, [&](beast::error_code ec) {
-    if (ec) {
-      result = ec;
-      return;
-    }
-    http::async_write(stream, req, [&](beast::error_code ec, std::size_t) {
-      if (ec) {
-        result = ec;
-        return;
-      }
-      http::async_read(stream, buffer, res, [&](beast::error_code ec, std::size_t) { result = ec; });
-    });
-  });
-  ioc.run();
-  if (result) return std::unexpected("GET " + target + ": " + result.message());
-  beast::error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-  return http_response{static_cast<int>(res.result_int()), std::string(res[http::field::content_type]),
-                       std::move(res.body())};
+  const auto scaled = test::scaled(timeout);
+  auto res = hub_http_get("http://127.0.0.1:" + std::to_string(port) + target, {},
+                          {.connect_timeout = scaled, .read_timeout = scaled});
+  if (!res) return std::unexpected("GET " + target + ": " + res.error());
+  auto body = res->body->read_all(64 << 20);
+  if (!body) return std::unexpected("GET " + target + ": " + body.error());
+  return http_response{res->final_hop().status, res->final_hop().header("content-type"), std::move(*body)};
 }
 
 std::expected<health_status, std::string> parse_health(const std::string& body) {

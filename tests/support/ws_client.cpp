@@ -1,5 +1,5 @@
-// The e2e WebSocket client and /v1/ws frame helpers (ws_client.hpp), compiled once into e2e_clients.
-#include "e2e/ws_client.hpp"
+// The e2e WebSocket client and /v1/ws frame helpers (ws_client.hpp), compiled once into test_support.
+#include "support/ws_client.hpp"
 
 #include <simdjson.h>
 
