@@ -5,7 +5,7 @@
 #include <cmath>
 #include <random>
 
-#include "pagedserve/ws_protocol.hpp"  // json_append_string, json_append_number
+#include "pagedserve/json_writer.hpp"
 
 namespace pagedserve::openai {
 namespace {
