@@ -50,8 +50,9 @@ void request_actor::on(start_generation) {
   std::size_t bytes = command_.prompt ? command_.prompt->size() : 0;
   for (const chat_message& m : command_.messages) bytes += m.content.size();
   if (bytes > engine_.max_prompt_bytes())
-    return fail(engine_error::context_length_exceeded, "the prompt's " + std::to_string(bytes) + " bytes of text cannot fit the " +
-                                               std::to_string(engine_.max_sequence_tokens()) + "-token context");
+    return fail(engine_error::context_length_exceeded,
+                "the prompt's " + std::to_string(bytes) + " bytes of text cannot fit the " +
+                    std::to_string(engine_.max_sequence_tokens()) + "-token context");
   // command_ is not changed until prompt_prepared arrives, so the prompt thread may read it meanwhile.
   boost::asio::post(engine_.prompt_executor(), [self = shared_from_this()] {
     const auto& group = self->command_.group;
@@ -72,8 +73,8 @@ void request_actor::on(prompt_prepared m) {
     if (prompt.empty()) return fail(engine_error::invalid_request, "the prompt's token ids must not be empty");
     for (const token_id t : prompt)
       if (t < 0 || t >= n_vocab)
-        return fail(engine_error::invalid_request, "prompt token id " + std::to_string(t) + " is outside the vocabulary [0, " +
-                                           std::to_string(n_vocab) + ")");
+        return fail(engine_error::invalid_request, "prompt token id " + std::to_string(t) +
+                                                       " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
   }
   // A tokenizer that adds no BOS (Qwen, GPT-2) turns "" into no tokens: nothing to prefill, nothing
   // to condition on (vLLM refuses it too).
@@ -81,14 +82,14 @@ void request_actor::on(prompt_prepared m) {
   n_prompt_ = n_prompt;
   const int context = engine_.max_sequence_tokens();
   if (n_prompt >= context)
-    return fail(engine_error::context_length_exceeded, "prompt has " + std::to_string(n_prompt) +
-                                               " tokens; the context holds " + std::to_string(context));
+    return fail(engine_error::context_length_exceeded,
+                "prompt has " + std::to_string(n_prompt) + " tokens; the context holds " + std::to_string(context));
   sampling_params& p = command_.params;
   if (p.max_tokens == 0) p.max_tokens = engine_.default_max_tokens(n_prompt);
   if (p.max_tokens > context - n_prompt)  // not n_prompt + max_tokens: max_tokens may be near INT_MAX
-    return fail(engine_error::invalid_max_tokens, "max_tokens " + std::to_string(p.max_tokens) + " exceeds the " +
-                                          std::to_string(context - n_prompt) + " tokens left in the context after a " +
-                                          std::to_string(n_prompt) + "-token prompt");
+    return fail(engine_error::invalid_max_tokens,
+                "max_tokens " + std::to_string(p.max_tokens) + " exceeds the " + std::to_string(context - n_prompt) +
+                    " tokens left in the context after a " + std::to_string(n_prompt) + "-token prompt");
   id_ = engine_.next_request_id();
   detokenizer_.emplace(engine_.vocabulary(), prompt.back());
   log_->debug("[{}] client id '{}', {} prompt tokens, max_tokens {}", id_.value, command_.id, n_prompt, p.max_tokens);
@@ -118,8 +119,9 @@ void request_actor::arm_timeout() {
     self->log_->info("[{}] timed out after {} s", self->id_.value, self->timeout_.count());
     self->engine_.scheduler().tell(
         finish_request{self->id_, finish_reason::cancelled,
-                       request_error{engine_error::request_timeout, "the request ran longer than the server's limit of " +
-                                                            std::to_string(self->timeout_.count()) + " s"}});
+                       request_error{engine_error::request_timeout,
+                                     "the request ran longer than the server's limit of " +
+                                         std::to_string(self->timeout_.count()) + " s"}});
   });
 }
 

@@ -78,7 +78,8 @@ void http_api::handle(const std::shared_ptr<http_session>& s, request req) const
   switch (r->route) {
     case http_route::websocket:
       if (!upgrade)
-        return s->respond_error({400, "/v1/ws takes a WebSocket upgrade", "invalid_request_error", "", "upgrade_required"});
+        return s->respond_error(
+            {400, "/v1/ws takes a WebSocket upgrade", "invalid_request_error", "", "upgrade_required"});
       return s->upgrade(std::move(req), *e);
     case http_route::health: return serve_status(s, *e, false);
     case http_route::metrics: return serve_status(s, *e, true);

@@ -8,7 +8,9 @@
 
 namespace pagedserve::net {
 
-enum class http_route { health, version, metrics, models, completions, chat_completions, tokenize, detokenize, websocket };
+enum class http_route {
+  health, version, metrics, models, completions, chat_completions, tokenize, detokenize, websocket
+};
 
 struct route_spec {
   std::string_view path;  // /v1/models also matches /v1/models/<id>

@@ -75,15 +75,17 @@ void sse_generation::start() {
 }
 
 void sse_generation::send_tokens(std::size_t index, token_event event) {
-  asio::post(session_->executor(),
-             [self = shared_from_this(), index, e = std::move(event)]() mutable { self->on_tokens(index, std::move(e)); });
+  asio::post(session_->executor(), [self = shared_from_this(), index, e = std::move(event)]() mutable {
+    self->on_tokens(index, std::move(e));
+  });
 }
 
 std::uint64_t sse_generation::client_key() const { return session_->client_key(); }
 
 void sse_generation::send_final(std::size_t index, final_event event) {
-  asio::post(session_->executor(),
-             [self = shared_from_this(), index, e = std::move(event)]() mutable { self->on_final(index, std::move(e)); });
+  asio::post(session_->executor(), [self = shared_from_this(), index, e = std::move(event)]() mutable {
+    self->on_final(index, std::move(e));
+  });
 }
 
 void sse_generation::on_tokens(std::size_t index, token_event e) {

@@ -229,8 +229,8 @@ void ws_session::end_slow_client() {
   }
   const engine_failure too_slow{engine_error::client_too_slow,
                                 "the client read too slowly: more than " + std::to_string(config_.max_outbound_bytes) +
-                                   " bytes or " + std::to_string(config_.max_outbound_frames) +
-                                   " frames were waiting to be sent"};
+                                    " bytes or " + std::to_string(config_.max_outbound_frames) +
+                                    " frames were waiting to be sent"};
   for (auto& [id, request] : requests_)
     if (ending_.insert(id).second) request->cancel(too_slow);
 }
@@ -256,8 +256,8 @@ void ws_session::on_write_timeout() {
   actor_logger("net")->warn("websocket client stopped reading for {} s ({} frames, {} bytes queued): ending its {} "
                             "requests with client_too_slow and closing",
                             config_.write_timeout_seconds, outbound_.size(), outbound_bytes_, requests_.size());
-  const engine_failure too_slow{engine_error::client_too_slow, "the client read nothing for " +
-                                                      std::to_string(config_.write_timeout_seconds) + " s"};
+  const engine_failure too_slow{engine_error::client_too_slow,
+                                "the client read nothing for " + std::to_string(config_.write_timeout_seconds) + " s"};
   for (auto& [id, request] : requests_)
     if (ending_.insert(id).second) request->cancel(too_slow);
   closed_ = true;
