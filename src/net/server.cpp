@@ -13,14 +13,14 @@
 #include "net/http_session.hpp"
 #include "net/serving_state.hpp"
 #include "net/static_files.hpp"
+#include "pagedserve/openai_response.hpp"
 
 namespace pagedserve {
 namespace {
 
 // The refusal of a connection past a limit: one 503 and a close, without reading the request.
 std::string refusal_response(std::string_view message, std::string_view code) {
-  const std::string body = R"({"error":{"message":")" + std::string(message) +
-                           R"(","type":"server_error","param":null,"code":")" + std::string(code) + R"("}})";
+  const std::string body = openai::encode_error({503, std::string(message), "server_error", "", std::string(code)});
   return "HTTP/1.1 503 Service Unavailable\r\nServer: pagedserve/" PAGEDSERVE_VERSION
          "\r\nContent-Type: application/json\r\nContent-Length: " +
          std::to_string(body.size()) + "\r\nRetry-After: 1\r\nConnection: close\r\n\r\n" + body;
