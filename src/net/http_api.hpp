@@ -7,6 +7,10 @@
 // the chat page), 403 Host or Origin refused (access_policy.hpp), 404 unknown route or model, 405
 // wrong method, 413 body too large, 415 a POST body not sent as JSON, 429 waiting queue full, 503
 // while the model loads (every route that needs it) or the server drains.
+//
+// Draining: generations and upgrades get 503 shutting_down, /health 503 "draining", and every answer
+// closes its connection. Loading (no engine in the serving state yet): every route that needs the
+// model answers 503 model_loading, /health 503 "loading"; /version and the chat page's files work.
 #include <memory>
 #include <string>
 #include <string_view>

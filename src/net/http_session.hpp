@@ -36,12 +36,11 @@ class http_exchange {
   virtual void on_client_gone() = 0;  // the socket closed or failed: cancel, write nothing more
 };
 
-// Draining (graceful shutdown): requests already read are answered, generations and upgrades get
-// 503 shutting_down, /health 503 "draining", every response closes the connection, and an idle
-// connection closes at once. Loading (no engine in the serving state yet): every route that needs
-// the model answers 503 model_loading, /health 503 "loading"; /version and the chat page's files work.
 class http_api;
 
+// Draining (graceful shutdown): requests already read are answered (the http_api refuses new
+// generations and upgrades), every response closes the connection, and an idle connection closes
+// at once.
 class http_session : public drain_listener, public std::enable_shared_from_this<http_session> {
  public:
   using request = http::request<http::string_body>;
