@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "actors/request_actor.hpp"
 #include "pagedserve/check.hpp"
 #include "pagedserve/kv_cache.hpp"
 
@@ -108,5 +109,16 @@ void engine::report_status(std::function<void(engine_status)> done) {
     }});
   }});
 }
+
+std::shared_ptr<generation_handle> engine::submit(generate_command command, std::shared_ptr<client_link> link,
+                                                  std::chrono::seconds timeout) {
+  auto actor = std::make_shared<request_actor>(executor_ex_, *this, std::move(link), std::move(command), timeout);
+  actor->tell(start_generation{});
+  return actor;
+}
+
+void engine::end_all(engine_failure why) { scheduler_.tell(finish_all{std::move(why)}); }
+
+engine_model_card engine::model_card() const { return {model_->name, max_sequence_tokens()}; }
 
 }  // namespace pagedserve

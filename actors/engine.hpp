@@ -1,6 +1,7 @@
 #pragma once
 // The engine: the three long-lived actors wired together, plus what every request actor needs
-// (tokenizer, model shape, limits, a request id source). The network edge holds one by reference.
+// (tokenizer, model shape, limits, a request id source). The network edge sees it only through
+// engine_api (pagedserve/engine_api.hpp); request actors and tests use the rest.
 #include <atomic>
 #include <memory>
 
@@ -9,6 +10,7 @@
 #include "actors/kv_allocator_actor.hpp"
 #include "actors/scheduler_actor.hpp"
 #include "pagedserve/config.hpp"
+#include "pagedserve/engine_api.hpp"
 #include "pagedserve/metrics.hpp"
 #include "pagedserve/model.hpp"
 #include "pagedserve/sampling.hpp"
@@ -17,34 +19,23 @@
 
 namespace pagedserve {
 
-struct executor_status {
-  double busy_seconds = 0;  // computing steps
-  double gap_seconds = 0;   // idle between back-to-back steps (scheduling turnaround)
-};
-struct engine_status {
-  scheduler_status scheduler;
-  kv_pool_status kv;
-  executor_status executor;
-};
-
-class engine {
+class engine final : public engine_api {
  public:
   // Request actors run on `ex` (the network io_context); the scheduler and the KV allocator share the
   // engine's own thread, and the executor has another.
   // chat: the model's chat template (null: `messages` are joined by newlines, as for llama2.c models).
   engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const model> m, std::shared_ptr<const tokenizer> tok,
          const engine_config& config, std::shared_ptr<const chat_setup> chat = nullptr);
-  ~engine();  // stops the engine thread before the actors it runs go away
+  ~engine() override;  // stops the engine thread before the actors it runs go away
 
   // The network io_context's executor: request actors make their strands on it.
   const boost::asio::any_io_executor& executor() const { return executor_ex_; }
   scheduler_actor& scheduler() { return scheduler_; }
   kv_allocator_actor& kv_allocator() { return kv_; }
-  const model& served_model() const { return *model_; }
-  const tokenizer& vocabulary() const { return *tokenizer_; }
+  const tokenizer& vocabulary() const override { return *tokenizer_; }
   const engine_config& config() const { return config_; }
   // Serving metrics (GET /metrics): request actors record into it from any strand.
-  serving_metrics& metrics() { return metrics_; }
+  serving_metrics& metrics() override { return metrics_; }
   request_id next_request_id() { return request_id{next_id_.fetch_add(1) + 1}; }
   // Tokens one sequence may hold: the model's context, and never more than the whole KV pool.
   int max_sequence_tokens() const;
@@ -60,14 +51,21 @@ class engine {
   boost::asio::any_io_executor prompt_executor() { return prompt_thread_.executor(); }
   // The sampling parameters a request starts from before its own fields are read
   // (engine_config::generation_config). max_tokens 0: the rest of the context.
-  const sampling_params& request_defaults() const { return request_defaults_; }
+  const sampling_params& request_defaults() const override { return request_defaults_; }
   // Tokens a request that sets no max_tokens generates at most: the rest of the context, and no more
   // than generation_config.json's max_new_tokens (under generation_config "auto").
   int default_max_tokens(int n_prompt) const;
 
   // Asks the scheduler and the allocator for their figures; `done` runs once with both, on an
   // arbitrary strand (post it back to yours).
-  void report_status(std::function<void(engine_status)> done);
+  void report_status(std::function<void(engine_status)> done) override;
+
+  // engine_api: a request actor per generation, on the network io_context.
+  std::shared_ptr<generation_handle> submit(generate_command command, std::shared_ptr<client_link> link,
+                                            std::chrono::seconds timeout) override;
+  std::uint64_t new_sample_group_key() override { return next_request_id().value; }
+  void end_all(engine_failure why) override;
+  engine_model_card model_card() const override;
 
  private:
   boost::asio::any_io_executor executor_ex_;

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "actors/actor.hpp"
+#include "pagedserve/engine_error.hpp"
+#include "pagedserve/engine_status.hpp"
 #include "pagedserve/forward.hpp"
 #include "pagedserve/ids.hpp"
 #include "pagedserve/request.hpp"
@@ -31,14 +33,12 @@ struct request_finished {
 };
 struct request_rejected {  // not admitted: the waiting queue is full
   request_id id;
-  std::string code;
+  engine_error code;
   std::string message;
 };
-// Why a request is being ended by the server rather than finishing: its final event is this error.
-struct request_error {
-  std::string code;     // stable, machine-readable: shutting_down, request_timeout, client_too_slow
-  std::string message;  // for people
-};
+// Why a request is being ended by the server rather than finishing: its final event is this error
+// (shutting_down, request_timeout, client_too_slow).
+using request_error = engine_failure;
 struct request_failed {  // ended with an error after admission (finish_request/finish_all carrying one)
   request_id id;
   request_error error;
@@ -90,12 +90,6 @@ struct step_executed {  // from the ExecutorActor
   std::vector<std::optional<token_logprobs>> logprobs;  // parallel to sampled; set where asked
   double compute_seconds = 0;  // the forward pass and sampling (the scheduler's step cost model)
 };
-struct scheduler_status {
-  int running = 0;
-  int waiting = 0;
-  std::uint64_t preemptions = 0;
-  std::uint64_t steps = 0;
-};
 struct report_scheduler_status {  // from the network edge (/health)
   std::function<void(scheduler_status)> reply;
 };
@@ -131,17 +125,6 @@ struct commit_blocks {
     std::vector<token_id> tokens;  // a multiple of block_size
   };
   std::vector<full_blocks> sequences;
-};
-struct kv_pool_status {
-  int blocks_total = 0;
-  int blocks_free = 0;
-  int blocks_cached = 0;               // free or used blocks reusable by the prefix cache
-  int block_size = 0;
-  int sequences = 0;
-  std::uint64_t prefix_cache_queries = 0;  // prompt tokens looked up
-  std::uint64_t prefix_cache_hits = 0;     // of which found in the cache
-  std::uint64_t forks = 0;                 // samples that shared another's prompt blocks
-  std::uint64_t block_copies = 0;          // copy-on-write block copies
 };
 struct report_kv_status {
   std::function<void(kv_pool_status)> reply;

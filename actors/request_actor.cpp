@@ -50,8 +50,9 @@ void request_actor::on(start_generation) {
   std::size_t bytes = command_.prompt ? command_.prompt->size() : 0;
   for (const chat_message& m : command_.messages) bytes += m.content.size();
   if (bytes > engine_.max_prompt_bytes())
-    return fail("context_length_exceeded", "the prompt's " + std::to_string(bytes) + " bytes of text cannot fit the " +
-                                               std::to_string(engine_.max_sequence_tokens()) + "-token context");
+    return fail(engine_error::context_length_exceeded,
+                "the prompt's " + std::to_string(bytes) + " bytes of text cannot fit the " +
+                    std::to_string(engine_.max_sequence_tokens()) + "-token context");
   // command_ is not changed until prompt_prepared arrives, so the prompt thread may read it meanwhile.
   boost::asio::post(engine_.prompt_executor(), [self = shared_from_this()] {
     const auto& group = self->command_.group;
@@ -64,31 +65,31 @@ void request_actor::on(start_generation) {
 
 void request_actor::on(prompt_prepared m) {
   if (ended_) return;  // cancelled while the prompt was prepared
-  if (!m.tokens) return fail("invalid_request", m.tokens.error());
+  if (!m.tokens) return fail(engine_error::invalid_request, m.tokens.error());
   std::vector<token_id> prompt = std::move(*m.tokens);
   const int n_prompt = static_cast<int>(prompt.size());
   if (command_.prompt_ids) {
     const int n_vocab = engine_.vocabulary().vocab_size();
-    if (prompt.empty()) return fail("invalid_request", "the prompt's token ids must not be empty");
+    if (prompt.empty()) return fail(engine_error::invalid_request, "the prompt's token ids must not be empty");
     for (const token_id t : prompt)
       if (t < 0 || t >= n_vocab)
-        return fail("invalid_request", "prompt token id " + std::to_string(t) + " is outside the vocabulary [0, " +
-                                           std::to_string(n_vocab) + ")");
+        return fail(engine_error::invalid_request, "prompt token id " + std::to_string(t) +
+                                                       " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
   }
   // A tokenizer that adds no BOS (Qwen, GPT-2) turns "" into no tokens: nothing to prefill, nothing
   // to condition on (vLLM refuses it too).
-  if (prompt.empty()) return fail("invalid_request", "the prompt is empty: it encodes to no tokens");
+  if (prompt.empty()) return fail(engine_error::invalid_request, "the prompt is empty: it encodes to no tokens");
   n_prompt_ = n_prompt;
   const int context = engine_.max_sequence_tokens();
   if (n_prompt >= context)
-    return fail("context_length_exceeded", "prompt has " + std::to_string(n_prompt) +
-                                               " tokens; the context holds " + std::to_string(context));
+    return fail(engine_error::context_length_exceeded,
+                "prompt has " + std::to_string(n_prompt) + " tokens; the context holds " + std::to_string(context));
   sampling_params& p = command_.params;
   if (p.max_tokens == 0) p.max_tokens = engine_.default_max_tokens(n_prompt);
   if (p.max_tokens > context - n_prompt)  // not n_prompt + max_tokens: max_tokens may be near INT_MAX
-    return fail("invalid_max_tokens", "max_tokens " + std::to_string(p.max_tokens) + " exceeds the " +
-                                          std::to_string(context - n_prompt) + " tokens left in the context after a " +
-                                          std::to_string(n_prompt) + "-token prompt");
+    return fail(engine_error::invalid_max_tokens,
+                "max_tokens " + std::to_string(p.max_tokens) + " exceeds the " + std::to_string(context - n_prompt) +
+                    " tokens left in the context after a " + std::to_string(n_prompt) + "-token prompt");
   id_ = engine_.next_request_id();
   detokenizer_.emplace(engine_.vocabulary(), prompt.back());
   log_->debug("[{}] client id '{}', {} prompt tokens, max_tokens {}", id_.value, command_.id, n_prompt, p.max_tokens);
@@ -103,7 +104,7 @@ void request_actor::on(prompt_prepared m) {
 void request_actor::on(cancel_generation m) {
   if (ended_) return;
   if (!submitted_) {  // its prompt is still being prepared: nothing reached the scheduler
-    if (m.error) return fail(m.error->code, m.error->message);
+    if (m.error) return fail(m.error->code, std::move(m.error->message));
     return finish(finish_reason::cancelled, {});
   }
   engine_.scheduler().tell(finish_request{id_, finish_reason::cancelled, std::move(m.error)});
@@ -118,8 +119,9 @@ void request_actor::arm_timeout() {
     self->log_->info("[{}] timed out after {} s", self->id_.value, self->timeout_.count());
     self->engine_.scheduler().tell(
         finish_request{self->id_, finish_reason::cancelled,
-                       request_error{"request_timeout", "the request ran longer than the server's limit of " +
-                                                            std::to_string(self->timeout_.count()) + " s"}});
+                       request_error{engine_error::request_timeout,
+                                     "the request ran longer than the server's limit of " +
+                                         std::to_string(self->timeout_.count()) + " s"}});
   });
 }
 
@@ -168,14 +170,14 @@ void request_actor::on(tokens_generated m) {
     if (command_.params.ignore_eos || std::ranges::find(stop_ids, t) == stop_ids.end()) fresh += detokenizer_->push(t);
   std::string text = release_text(std::move(fresh));
   if (stop_matched_) engine_.scheduler().tell(finish_request{id_, finish_reason::stop, std::nullopt});
-  link_->send_tokens(command_.id, {std::move(text), std::move(m.tokens), std::move(m.logprobs)});
+  link_->send_tokens({std::move(text), std::move(m.tokens), std::move(m.logprobs)});
 }
 
 void request_actor::on(request_finished m) {
   if (ended_ || m.id != id_) return;
   if (!stop_matched_) {
     std::string tail = held_ + detokenizer_->flush();
-    if (!tail.empty()) link_->send_tokens(command_.id, {std::move(tail), {}, {}});
+    if (!tail.empty()) link_->send_tokens({std::move(tail), {}, {}});
   }
   finish(stop_matched_ ? finish_reason::stop : m.reason, m.used);
 }
@@ -196,25 +198,25 @@ void request_actor::finish(finish_reason reason, usage used) {
                                 n_generated_ > 0 ? std::optional(serving_metrics::seconds(now - first_token_at_))
                                                  : std::nullopt);
   log_->debug("[{}] done: {}, {} tokens", id_.value, finish_reason_name(reason), used.completion_tokens);
-  link_->send_final(command_.id, {reason, used, t, {}, {}});
+  link_->send_final({reason, used, t, {}});
 }
 
 void request_actor::on(request_rejected m) {
   if (ended_ || m.id != id_) return;
-  fail(m.code, m.message);
+  fail(m.code, std::move(m.message));
 }
 
 void request_actor::on(request_failed m) {
   if (ended_ || m.id != id_) return;
-  log_->debug("[{}] ended with error {}", id_.value, m.error.code);
-  fail(m.error.code, m.error.message, m.used);
+  log_->debug("[{}] ended with error {}", id_.value, engine_error_code(m.error.code));
+  fail(m.error.code, std::move(m.error.message), m.used);
 }
 
-void request_actor::fail(std::string_view code, std::string_view message, usage used) {
+void request_actor::fail(engine_error code, std::string message, usage used) {
   ended_ = true;
   timer_.cancel();
-  engine_.metrics().on_failed(code);
-  link_->send_final(command_.id, {std::nullopt, used, {}, std::string(code), std::string(message)});
+  engine_.metrics().on_failed(engine_error_code(code));
+  link_->send_final({std::nullopt, used, {}, {code, std::move(message)}});
 }
 
 }  // namespace pagedserve

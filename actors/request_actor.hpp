@@ -9,6 +9,7 @@
 // With a timeout, a request still running that long after start_generation is ended with error
 // request_timeout (its own timer on its strand; the scheduler ends it at the next step boundary).
 // Sends: submit_request / finish_request to the scheduler; token and final events to its client_link.
+// Built by engine::submit; its connection holds it as a generation_handle (cancel).
 #include <spdlog/logger.h>
 
 #include <boost/asio/steady_timer.hpp>
@@ -17,19 +18,24 @@
 #include <memory>
 #include <string>
 
-#include "actors/client_link.hpp"
+#include "pagedserve/client_link.hpp"
 #include "actors/engine.hpp"
 #include "actors/messages.hpp"
+#include "pagedserve/engine_api.hpp"
+#include "pagedserve/generate_command.hpp"
 #include "pagedserve/tokenizer.hpp"
-#include "pagedserve/ws_protocol.hpp"  // generate_command
 
 namespace pagedserve {
 
 class request_actor : public actor<request_actor, request_mailbox>,
+                      public generation_handle,
                       public std::enable_shared_from_this<request_actor> {
  public:
   request_actor(const boost::asio::any_io_executor& ex, engine& e, std::shared_ptr<client_link> link,
                 generate_command command, std::chrono::seconds timeout = std::chrono::seconds(0));
+
+  // generation_handle: tells itself cancel_generation.
+  void cancel(std::optional<engine_failure> why) override { tell(cancel_generation{std::move(why)}); }
 
   void on(start_generation);
   void on(prompt_prepared m);
@@ -44,7 +50,7 @@ class request_actor : public actor<request_actor, request_mailbox>,
   std::expected<std::vector<token_id>, std::string> render_prompt() const;
   // The one final event: done with `reason`, or an error.
   void finish(finish_reason reason, usage used);
-  void fail(std::string_view code, std::string_view message, usage used = {});
+  void fail(engine_error code, std::string message, usage used = {});
   void arm_timeout();
   // Applies stop strings to new text; returns what may be sent now.
   std::string release_text(std::string fresh);

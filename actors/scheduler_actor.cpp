@@ -28,13 +28,13 @@ void scheduler_actor::on(submit_request m) {
     if (--g->second.to_come == 0) groups_.erase(g);
   }
   if (policy_.n_waiting_of(s.client) >= policy_.limits().max_waiting_per_client) {
-    m.reply_to->tell(request_rejected{m.id, "too_many_requests",
+    m.reply_to->tell(request_rejected{m.id, engine_error::too_many_requests,
                                       "this client already has " + std::to_string(policy_.limits().max_waiting_per_client) +
                                           " requests waiting; retry when some have started"});
     return;
   }
   if (!policy_.add(std::move(s))) {
-    m.reply_to->tell(request_rejected{m.id, "queue_full", "the server's waiting queue is full; retry later"});
+    m.reply_to->tell(request_rejected{m.id, engine_error::queue_full, "the server's waiting queue is full; retry later"});
     return;
   }
   reply_to_[m.id] = std::move(m.reply_to);
@@ -50,7 +50,7 @@ void scheduler_actor::on(finish_request m) {
 }
 
 void scheduler_actor::on(finish_all m) {
-  log_->info("ending all {} requests: {}", reply_to_.size(), m.error.code);
+  log_->info("ending all {} requests: {}", reply_to_.size(), engine_error_code(m.error.code));
   for (const auto& [id, reply_to] : reply_to_) {
     ending_with_error_.try_emplace(id, m.error);
     policy_.request_finish(id, finish_reason::cancelled);

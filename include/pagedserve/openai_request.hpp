@@ -15,7 +15,8 @@
 
 #include "pagedserve/ids.hpp"
 #include "pagedserve/sampling.hpp"
-#include "pagedserve/ws_protocol.hpp"  // chat_message
+#include "pagedserve/engine_error.hpp"
+#include "pagedserve/generate_command.hpp"  // chat_message
 
 namespace pagedserve::openai {
 
@@ -83,9 +84,7 @@ struct detokenize_request {
 std::expected<tokenize_request, api_error> parse_tokenize_request(std::string_view body);
 std::expected<detokenize_request, api_error> parse_detokenize_request(std::string_view body, const parse_limits& limits);
 
-// The HTTP status and OpenAI error for an error code a request actor ended with:
-// context_length_exceeded, invalid_max_tokens, invalid_request -> 400; queue_full -> 429
-// (rate_limit_error, with Retry-After); anything else -> 500 (a server fault, never bad input).
-api_error error_from_engine(std::string_view code, std::string_view message);
+// The HTTP status and OpenAI error for a request the engine ended with an error (engine_error_table).
+api_error error_from_engine(const engine_failure& e);
 
 }  // namespace pagedserve::openai

@@ -15,7 +15,7 @@
 
 namespace pagedserve {
 
-class engine;
+class engine_api;
 namespace net {
 class connection_registry;
 class serving_state;
@@ -29,8 +29,8 @@ class server {
   // Binds and starts accepting; returns the bound port (useful when config asks for port 0).
   std::expected<unsigned short, std::string> start();
   // The model is loaded: every request from now on reaches e, which must outlive the io_context's run.
-  void serve(engine& e);
-  engine* serving_engine() const;  // null until serve()
+  void serve(engine_api& e);
+  engine_api* serving_engine() const;  // null until serve()
   // Closes the listening socket: no new connections.
   void stop();
   // Graceful shutdown's first half: stop accepting, and every open connection refuses new requests

@@ -7,27 +7,16 @@
 #include <variant>
 #include <vector>
 
-#include "actors/client_link.hpp"
+#include "pagedserve/generate_command.hpp"
+#include "pagedserve/generation_events.hpp"
 #include "pagedserve/ids.hpp"
+#include "pagedserve/json_writer.hpp"  // json_append_string, for callers writing client frames
 #include "pagedserve/request.hpp"
 #include "pagedserve/sampling.hpp"
 
 namespace pagedserve {
 
-struct chat_message {
-  std::string role;
-  std::string content;
-};
-
-// {"type":"generate","id":...,"prompt":...|"messages":[...],"params":{...}}
-struct generate_command {
-  std::string id;
-  std::optional<std::string> prompt;
-  std::optional<std::vector<token_id>> prompt_ids;  // a pre-tokenized prompt, used as is (no BOS added)
-  std::vector<chat_message> messages;
-  sampling_params params;      // max_tokens 0 when the client gave none (filled from the context left)
-  std::optional<sample_group> group;  // one of n samples of the prompt (OpenAI n > 1)
-};
+// {"type":"generate","id":...,"prompt":...|"messages":[...],"params":{...}} is a generate_command.
 // {"type":"cancel","id":...}
 struct cancel_command {
   std::string id;
@@ -48,12 +37,7 @@ client_frame parse_client_frame(std::string_view text, const sampling_params& de
 std::string encode_token_frame(std::string_view id, const token_event& event);
 std::string encode_done_frame(std::string_view id, finish_reason reason, const usage& used, const request_timings& t);
 std::string encode_error_frame(const std::optional<std::string>& id, std::string_view code, std::string_view message);
-
-// Appends s to out as a JSON string literal (quotes included). s must be valid UTF-8.
-void json_append_string(std::string& out, std::string_view s);
-// Appends v as a JSON number, the shortest text that reads back as the float. JSON has no NaN or
-// infinities: -inf (a logprob of a token the sampler ruled out) becomes -9999.0, which the OpenAI
-// SDKs read as "never", and NaN or +inf become 0. Every encoder (WebSocket and OpenAI) writes floats here.
-void json_append_number(std::string& out, float v);
+// A request the engine ended with an error: its code from engine_error_table.
+std::string encode_error_frame(std::string_view id, const engine_failure& e);
 
 }  // namespace pagedserve

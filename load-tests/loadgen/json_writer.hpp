@@ -7,31 +7,12 @@
 #include <string_view>
 #include <vector>
 
+#include "pagedserve/json_writer.hpp"
+
 namespace pagedserve::loadgen {
 
-// Appends s as a JSON string literal, quotes included. Control characters are escaped; other
-// bytes are copied (the input is expected to be UTF-8).
-inline void json_append_string(std::string& out, std::string_view s) {
-  out += '"';
-  for (const char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-}
+// Strings are escaped by the server's own JSON writer, so requests and results agree with it byte for byte.
+using pagedserve::json_append_string;
 
 // A number as JSON: shortest round-trip form for doubles, null for NaN and infinities.
 inline std::string json_number(double v) {

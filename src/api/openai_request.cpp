@@ -335,15 +335,9 @@ std::expected<detokenize_request, api_error> parse_detokenize_request(std::strin
   return r;
 }
 
-api_error error_from_engine(std::string_view code, std::string_view message) {
-  const std::string m(message), c(code);
-  if (code == "context_length_exceeded") return {400, m, "invalid_request_error", "", c};
-  if (code == "invalid_max_tokens") return {400, m, "invalid_request_error", "max_tokens", c};
-  if (code == "invalid_request") return {400, m, "invalid_request_error", "prompt", c};
-  if (code == "queue_full" || code == "too_many_requests") return {429, m, "rate_limit_error", "", c};
-  if (code == "shutting_down") return {503, m, "server_error", "", c};
-  if (code == "request_timeout") return {504, m, "server_error", "", c};
-  return {500, m, "server_error", "", c};
+api_error error_from_engine(const engine_failure& e) {
+  const engine_error_wire& w = engine_error_info(e.code);
+  return {w.http_status, e.message, std::string(w.openai_type), std::string(w.param), std::string(w.code)};
 }
 
 }  // namespace pagedserve::openai

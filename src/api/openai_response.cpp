@@ -5,8 +5,8 @@
 #include <cmath>
 #include <random>
 
+#include "pagedserve/json_writer.hpp"
 #include "pagedserve/utf8.hpp"  // utf8_sanitize: token pieces may be partial characters
-#include "pagedserve/ws_protocol.hpp"  // json_append_string, json_append_number
 
 namespace pagedserve::openai {
 namespace {

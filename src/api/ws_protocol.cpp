@@ -4,7 +4,6 @@
 
 #include <simdjson.h>
 
-#include <charconv>
 #include <cmath>
 
 #include "api/request_fields.hpp"
@@ -140,40 +139,6 @@ client_frame parse_client_frame(std::string_view text, const sampling_params& de
   return g;
 }
 
-void json_append_string(std::string& out, std::string_view s) {
-  static constexpr char hex[] = "0123456789abcdef";
-  out.push_back('"');
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out.push_back(hex[c >> 4]);
-          out.push_back(hex[c & 15]);
-        } else {
-          out.push_back(ch);
-        }
-    }
-  }
-  out.push_back('"');
-}
-
-void json_append_number(std::string& out, float v) {
-  if (!std::isfinite(v)) {
-    out += v < 0 ? "-9999.0" : "0";
-    return;
-  }
-  char buf[64];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, ec == std::errc{} ? end : buf);
-}
-
 std::string encode_token_frame(std::string_view id, const token_event& e) {
   std::string out = R"({"type":"token","id":)";
   json_append_string(out, id);
@@ -229,6 +194,10 @@ std::string encode_error_frame(const std::optional<std::string>& id, std::string
   json_append_string(out, message);
   out += "}";
   return out;
+}
+
+std::string encode_error_frame(std::string_view id, const engine_failure& e) {
+  return encode_error_frame(std::string(id), engine_error_code(e.code), e.message);
 }
 
 }  // namespace pagedserve

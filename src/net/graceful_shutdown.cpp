@@ -4,8 +4,8 @@
 
 #include <cstdlib>
 
-#include "actors/engine.hpp"
 #include "actors/logger.hpp"
+#include "pagedserve/engine_api.hpp"
 #include "pagedserve/server.hpp"
 
 namespace pagedserve {
@@ -59,11 +59,11 @@ void graceful_shutdown::poll() {
     io_.stop();
     return;
   }
-  engine* e = server_.serving_engine();
+  engine_api* e = server_.serving_engine();
   if (!ended_all_ && elapsed >= grace_ && e) {
     ended_all_ = true;
     log->warn("shutdown grace of {} s is over: ending the requests still running", grace_.count());
-    e->scheduler().tell(finish_all{{"shutting_down", "the server is shutting down and ended this request"}});
+    e->end_all({engine_error::shutting_down, "the server is shutting down and ended this request"});
   }
   if (elapsed >= grace_ + final_flush_limit) {
     log->warn("{} connections still open {} s after the grace period: stopping anyway", server_.n_connections(),

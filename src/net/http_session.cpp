@@ -1,6 +1,5 @@
 // The connection mechanics of http_session: the read loop with pipelining, the in-order answer
-// queue, the write queue, timeouts, close and the WebSocket hand-over. Routes are in
-// http_session_routes.cpp.
+// queue, the write queue, timeouts, close and the WebSocket hand-over. Routes are http_api's.
 #include "net/http_session.hpp"
 
 #include <boost/asio/dispatch.hpp>
@@ -8,8 +7,10 @@
 #include <boost/asio/write.hpp>
 
 #include "actors/logger.hpp"
+#include "net/http_api.hpp"
 #include "net/request_limits.hpp"
 #include "net/ws_session.hpp"
+#include "pagedserve/openai_response.hpp"
 
 namespace pagedserve::net {
 namespace {
@@ -25,14 +26,13 @@ bool is_disconnect(const beast::error_code& ec) {
 
 }  // namespace
 
-http_session::http_session(tcp::socket socket, std::shared_ptr<const serving_state> state, const server_config& config,
-                           std::shared_ptr<connection_slot> slot, std::shared_ptr<const static_files> web)
+http_session::http_session(tcp::socket socket, std::shared_ptr<const http_api> api, const server_config& config,
+                           std::shared_ptr<connection_slot> slot)
     : socket_(std::move(socket)),
       executor_(socket_.get_executor()),
-      state_(std::move(state)),
+      api_(std::move(api)),
       config_(config),
       slot_(std::move(slot)),
-      web_(std::move(web)),
       idle_timer_(executor_),
       write_timer_(executor_),
       out_(config.max_outbound_bytes, static_cast<std::size_t>(config.max_outbound_frames)) {}
@@ -155,7 +155,7 @@ void http_session::start_next() {
   keep_alive_ = req.keep_alive();
   version_ = req.version();
   head_only_ = req.method() == http::verb::head;
-  route(std::move(req));
+  api_->handle(shared_from_this(), std::move(req));
 }
 
 std::string http_session::head(http::status status, std::string_view content_type,
@@ -215,7 +215,7 @@ void http_session::on_write(beast::error_code ec, std::size_t) {
     return;
   }
   if (out_.has_queued()) return do_write();
-  if (upgrade_) return upgrade(*std::exchange(upgrade_, std::nullopt));
+  if (upgrade_) return upgrade(*std::exchange(upgrade_, std::nullopt), *upgrade_engine_);
   if (closing_) return close_after_writes();
   if (std::exchange(paused_, false)) {  // drained: answer and read again
     if (!active_) start_next();
@@ -298,9 +298,10 @@ void http_session::close_now() {
   socket_.close(ec);  // aborts a pending read or write; their handlers see operation_aborted
 }
 
-void http_session::upgrade(request req) {
+void http_session::upgrade(request req, engine_api& e) {
   if (sending()) {  // an earlier response is still going out
     upgrade_ = std::move(req);
+    upgrade_engine_ = &e;
     return;
   }
   closed_ = true;
@@ -308,7 +309,21 @@ void http_session::upgrade(request req) {
   idle_timer_.cancel();
   write_timer_.cancel();
   slot_->registry().unwatch(this);  // the WebSocket session watches for the drain from here on
-  std::make_shared<ws_session>(std::move(socket_), *engine_, config_, std::move(slot_))->run(std::move(req));
+  std::make_shared<ws_session>(std::move(socket_), e, config_, std::move(slot_))->run(std::move(req));
+}
+
+void http_session::respond(http::status status, std::string_view content_type, std::string body,
+                           const header_list& extra) {
+  std::string bytes = head(status, content_type, body.size(), extra);
+  if (!head_only_) bytes += body;
+  send(std::move(bytes));
+  finish_response();
+}
+
+void http_session::respond_error(const openai::api_error& e) {
+  header_list extra;
+  if (e.status == 429 || e.status == 503) extra.emplace_back("Retry-After", "1");
+  respond(static_cast<http::status>(e.status), "application/json", openai::encode_error(e), extra);
 }
 
 }  // namespace pagedserve::net

@@ -1,10 +1,9 @@
 #pragma once
 // One HTTP/1.1 connection. Requests are read as they come (keep-alive and pipelining: up to
-// max_pipelined read ahead) and answered strictly in order, one at a time. A read stays pending
-// while a request is being answered, so a client that closes its end mid-stream is seen at once
-// and its generation cancelled. Routes (http_session_routes.cpp): the OpenAI API, /tokenize,
-// /detokenize, /health, /version, /metrics, the chat page's files (GET / and its assets); an
-// upgrade at /v1/ws hands the socket to a ws_session.
+// max_pipelined read ahead) and answered strictly in order, one at a time, each by the http_api
+// (routes and endpoints, http_api.hpp). A read stays pending while a request is being answered, so
+// a client that closes its end mid-stream is seen at once and its generation cancelled. An upgrade
+// at /v1/ws hands the socket to a ws_session.
 //
 // Writes go out one at a time from a queue of byte strings (all of it gathered into one write),
 // so an SSE stream is flushed event by event. While the queue holds more than max_outbound_bytes or
@@ -20,12 +19,11 @@
 #include <utility>
 #include <vector>
 
-#include "actors/engine.hpp"
 #include "net/connection_registry.hpp"
 #include "net/net_common.hpp"
-#include "net/serving_state.hpp"
-#include "net/static_files.hpp"
 #include "net/write_queue.hpp"
+#include "pagedserve/config.hpp"
+#include "pagedserve/engine_api.hpp"
 #include "pagedserve/openai_request.hpp"
 
 namespace pagedserve::net {
@@ -38,16 +36,16 @@ class http_exchange {
   virtual void on_client_gone() = 0;  // the socket closed or failed: cancel, write nothing more
 };
 
-using header_list = std::vector<std::pair<std::string, std::string>>;
+class http_api;
 
-// Draining (graceful shutdown): requests already read are answered, generations and upgrades get
-// 503 shutting_down, /health 503 "draining", every response closes the connection, and an idle
-// connection closes at once. Loading (no engine in the serving state yet): every route that needs
-// the model answers 503 model_loading, /health 503 "loading"; /version and the chat page's files work.
+// Draining (graceful shutdown): requests already read are answered (the http_api refuses new
+// generations and upgrades), every response closes the connection, and an idle connection closes
+// at once.
 class http_session : public drain_listener, public std::enable_shared_from_this<http_session> {
  public:
-  http_session(tcp::socket socket, std::shared_ptr<const serving_state> state, const server_config& config,
-               std::shared_ptr<connection_slot> slot, std::shared_ptr<const static_files> web);
+  using request = http::request<http::string_body>;
+  http_session(tcp::socket socket, std::shared_ptr<const http_api> api, const server_config& config,
+               std::shared_ptr<connection_slot> slot);
   ~http_session() override;
   void run();
   void on_drain() override;
@@ -66,9 +64,21 @@ class http_session : public drain_listener, public std::enable_shared_from_this<
   void end_connection() { keep_alive_ = false; }  // close once the current response is out
   void finish_response();        // the current response is complete: on to the next request
   bool client_gone() const { return peer_closed_ || closed_; }
+  bool draining() const { return draining_; }
+  // Access-Control-Allow-Origin of the current response (empty: none).
+  void set_cors_origin(std::string origin) { cors_origin_ = std::move(origin); }
+  const std::string& cors_origin() const { return cors_origin_; }
+
+  // A whole response to the current request (its head alone for HEAD), then on to the next one.
+  void respond(http::status status, std::string_view content_type, std::string body, const header_list& extra = {});
+  void respond_json(http::status status, std::string body) { respond(status, "application/json", std::move(body)); }
+  void respond_error(const openai::api_error& e);
+  // The current request is answered over time by x (a generation), which calls finish_response.
+  void begin_exchange(std::shared_ptr<http_exchange> x) { exchange_ = std::move(x); }
+  // Hands the socket to a WebSocket session on e once earlier responses are written.
+  void upgrade(request req, engine_api& e);
 
  private:
-  using request = http::request<http::string_body>;
   // A request read off the socket, or the error its reading ended in (answered, then the close).
   struct pending_item {
     std::optional<request> req;
@@ -86,33 +96,13 @@ class http_session : public drain_listener, public std::enable_shared_from_this<
   void close_now();
   void close_after_writes();
   void drain();  // lingering close: read and drop what the client still sends
-  void upgrade(request req);
-
-  // Routing and the simple endpoints (http_session_routes.cpp).
-  void route(request req);
-  bool authorized(const request& req) const;
-  bool model_known(std::string_view name) const;
-  std::string served_name() const;
-  void respond(http::status status, std::string_view content_type, std::string body, const header_list& extra = {});
-  void respond_json(http::status status, std::string body) { respond(status, "application/json", std::move(body)); }
-  void respond_error(const openai::api_error& e);
-  void serve_status(bool metrics);
-  bool refuse_if_draining(std::string_view path);
-  void refuse_while_loading(const request& req, std::string_view path);
-  void serve_models(std::string_view path);
-  void serve_tokenize(const request& req);
-  void serve_detokenize(const request& req);
-  void serve_generation(openai::endpoint kind, const request& req);
-  void serve_preflight(const request& req);
-  void serve_static(const request& req, std::string_view path);
 
   tcp::socket socket_;
   asio::any_io_executor executor_;  // the connection's strand
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::deque<pending_item> pending_;  // read, not yet answered
-  std::shared_ptr<const serving_state> state_;
-  engine* engine_ = nullptr;  // from state_ once the model is loaded; every route past loading uses it
+  std::shared_ptr<const http_api> api_;  // routes and answers each request
   const server_config& config_;
   std::shared_ptr<connection_slot> slot_;  // counts this connection; handed on to a WebSocket session
  public:
@@ -121,7 +111,6 @@ class http_session : public drain_listener, public std::enable_shared_from_this<
 
  private:
   bool draining_ = false;
-  std::shared_ptr<const static_files> web_;  // the chat page, shared by every session
   asio::steady_timer idle_timer_, write_timer_;
   std::uint64_t idle_epoch_ = 0, write_epoch_ = 0;  // a timer firing for an older epoch is stale
 
@@ -141,6 +130,7 @@ class http_session : public drain_listener, public std::enable_shared_from_this<
   bool shut_down_ = false;     // our FIN is sent
   std::array<char, 4096> drain_buf_;
   std::optional<request> upgrade_;  // a WebSocket upgrade waiting for earlier writes to drain
+  engine_api* upgrade_engine_ = nullptr;  // whose requests that WebSocket will carry
 
   write_queue out_;     // queued and being written
   bool writing_ = false;

@@ -4,7 +4,10 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace pagedserve::net {
 
@@ -13,6 +16,9 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace websocket = beast::websocket;
 using tcp = asio::ip::tcp;
+
+// Extra response header fields, name and value, in order.
+using header_list = std::vector<std::pair<std::string, std::string>>;
 
 // WebSocket subprotocols of /v1/ws. A browser cannot set Authorization on a WebSocket, so it offers
 // ["pagedserve", "bearer.<base64url of the API key>"]; the server selects "pagedserve" (never echoing

@@ -7,20 +7,20 @@
 
 #include <cstring>
 
-#include "actors/engine.hpp"
 #include "actors/logger.hpp"
 #include "net/connection_registry.hpp"
+#include "net/http_api.hpp"
 #include "net/http_session.hpp"
 #include "net/serving_state.hpp"
 #include "net/static_files.hpp"
+#include "pagedserve/openai_response.hpp"
 
 namespace pagedserve {
 namespace {
 
 // The refusal of a connection past a limit: one 503 and a close, without reading the request.
 std::string refusal_response(std::string_view message, std::string_view code) {
-  const std::string body = R"({"error":{"message":")" + std::string(message) +
-                           R"(","type":"server_error","param":null,"code":")" + std::string(code) + R"("}})";
+  const std::string body = openai::encode_error({503, std::string(message), "server_error", "", std::string(code)});
   return "HTTP/1.1 503 Service Unavailable\r\nServer: pagedserve/" PAGEDSERVE_VERSION
          "\r\nContent-Type: application/json\r\nContent-Length: " +
          std::to_string(body.size()) + "\r\nRetry-After: 1\r\nConnection: close\r\n\r\n" + body;
@@ -68,7 +68,8 @@ struct server::listener : std::enable_shared_from_this<listener> {
         state(std::move(state)),
         config(config),
         connections(std::move(connections)),
-        web(std::make_shared<const net::static_files>(web_root(config))) {}
+        web(std::make_shared<const net::static_files>(web_root(config))),
+        api(std::make_shared<const net::http_api>(this->state, config, web)) {}
 
   void do_accept() {
     acceptor.async_accept(boost::asio::make_strand(io), [self = shared_from_this()](net::beast::error_code ec,
@@ -96,8 +97,7 @@ struct server::listener : std::enable_shared_from_this<listener> {
         refuse_connection(std::move(socket), opened == open_result::client_full);
       } else {
         auto slot = std::make_shared<net::connection_slot>(self->connections, client);
-        std::make_shared<net::http_session>(std::move(socket), self->state, self->config, std::move(slot),
-                                            self->web)->run();
+        std::make_shared<net::http_session>(std::move(socket), self->api, self->config, std::move(slot))->run();
       }
       self->do_accept();
     });
@@ -109,6 +109,7 @@ struct server::listener : std::enable_shared_from_this<listener> {
   const server_config& config;
   std::shared_ptr<net::connection_registry> connections;
   std::shared_ptr<const net::static_files> web;  // the chat page at /
+  std::shared_ptr<const net::http_api> api;      // routes every session's requests
 };
 
 server::server(boost::asio::io_context& io, const server_config& config)
@@ -144,9 +145,9 @@ std::expected<unsigned short, std::string> server::start() {
   return port;
 }
 
-void server::serve(engine& e) { state_->set_ready(e); }
+void server::serve(engine_api& e) { state_->set_ready(e); }
 
-engine* server::serving_engine() const { return state_->engine_if_ready(); }
+engine_api* server::serving_engine() const { return state_->engine_if_ready(); }
 
 void server::stop() {
   if (!listener_) return;

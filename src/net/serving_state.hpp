@@ -6,7 +6,7 @@
 #include <atomic>
 
 namespace pagedserve {
-class engine;
+class engine_api;
 }
 
 namespace pagedserve::net {
@@ -14,12 +14,12 @@ namespace pagedserve::net {
 class serving_state {
  public:
   // Null while the model loads.
-  engine* engine_if_ready() const { return engine_.load(std::memory_order_acquire); }
+  engine_api* engine_if_ready() const { return engine_.load(std::memory_order_acquire); }
   // The model is loaded: requests from now on reach e (which outlives every session's use of it).
-  void set_ready(engine& e) { engine_.store(&e, std::memory_order_release); }
+  void set_ready(engine_api& e) { engine_.store(&e, std::memory_order_release); }
 
  private:
-  std::atomic<engine*> engine_{nullptr};
+  std::atomic<engine_api*> engine_{nullptr};
 };
 
 }  // namespace pagedserve::net

@@ -5,12 +5,30 @@
 #include <algorithm>
 #include <charconv>
 
+#include "pagedserve/client_link.hpp"
 #include "actors/logger.hpp"
 #include "pagedserve/utf8.hpp"
 
 namespace pagedserve::net {
+namespace {
 
-sse_generation::sse_generation(std::shared_ptr<http_session> session, engine& e, openai::generation_request request,
+// One choice's link: its events go to the generation under the choice's index.
+class choice_link : public client_link {
+ public:
+  choice_link(std::shared_ptr<sse_generation> generation, std::size_t index)
+      : generation_(std::move(generation)), index_(index) {}
+  void send_tokens(token_event event) override { generation_->send_tokens(index_, std::move(event)); }
+  void send_final(final_event event) override { generation_->send_final(index_, std::move(event)); }
+  std::uint64_t client_key() const override { return generation_->client_key(); }
+
+ private:
+  std::shared_ptr<sse_generation> generation_;
+  std::size_t index_;
+};
+
+}  // namespace
+
+sse_generation::sse_generation(std::shared_ptr<http_session> session, engine_api& e, openai::generation_request request,
                                openai::response_meta meta)
     : session_(std::move(session)), engine_(e), request_(std::move(request)), meta_(std::move(meta)) {
   encode_.vocabulary = &engine_.vocabulary();
@@ -25,14 +43,14 @@ void sse_generation::start() {
   choices_.resize(n_prompts * n);
   // An HTTP/1.0 client gets the stream unframed, ended by closing the connection.
   if (request_.stream && !session_->chunked()) session_->end_connection();
-  auto self = shared_from_this();
+  std::vector<generate_command> commands(choices_.size());
   for (std::size_t p = 0; p < n_prompts; ++p) {
-    // The prompt's samples share its KV blocks: a key unique to it, from the engine's id counter.
-    const sample_group group{engine_.next_request_id().value, static_cast<int>(n), std::make_shared<shared_prompt>()};
+    // The prompt's samples share its KV blocks (and its one tokenization): a key unique to it.
+    const sample_group group{engine_.new_sample_group_key(), static_cast<int>(n), std::make_shared<shared_prompt>()};
     for (std::size_t i = 0; i < n; ++i) {
       const std::size_t index = p * n + i;
-      generate_command command;
-      command.id = meta_.id + "/" + std::to_string(index);
+      generate_command& command = commands[index];
+      command.id = meta_.id + "/" + std::to_string(index);  // for logs
       command.params = request_.params;
       if (n > 1) command.group = group;
       // n samples of one prompt must differ: sample i of a seeded request uses seed + i.
@@ -47,36 +65,27 @@ void sse_generation::start() {
         else command.prompt_ids = in.ids;
         if (request_.echo) c.pending.text = in.text ? *in.text : engine_.vocabulary().decode(in.ids, true);
       }
-      c.actor = std::make_shared<request_actor>(engine_.executor(), engine_, self, std::move(command),
-                                                std::chrono::seconds(session_->config().request_timeout_seconds));
     }
   }
   actor_logger("net")->debug("{}: {} choice(s), stream {}", meta_.id, choices_.size(), request_.stream);
-  for (choice& c : choices_) c.actor->tell(start_generation{});
+  // Submitted once every choice is set up: an early final event (a refusal) finds them all.
+  const std::chrono::seconds timeout(session_->config().request_timeout_seconds);
+  for (std::size_t i = 0; i < choices_.size(); ++i)
+    choices_[i].generation =
+        engine_.submit(std::move(commands[i]), std::make_shared<choice_link>(shared_from_this(), i), timeout);
 }
 
-std::optional<std::size_t> sse_generation::choice_of(const std::string& client_id) const {
-  const std::size_t slash = client_id.rfind('/');
-  if (slash == std::string::npos) return std::nullopt;
-  std::size_t index = 0;
-  const char* first = client_id.data() + slash + 1;
-  const char* last = client_id.data() + client_id.size();
-  const auto [ptr, ec] = std::from_chars(first, last, index);
-  if (ec != std::errc{} || ptr != last || index >= choices_.size()) return std::nullopt;
-  return index;
-}
-
-void sse_generation::send_tokens(const std::string& client_id, token_event event) {
-  asio::post(session_->executor(), [self = shared_from_this(), client_id, e = std::move(event)]() mutable {
-    if (auto index = self->choice_of(client_id)) self->on_tokens(*index, std::move(e));
+void sse_generation::send_tokens(std::size_t index, token_event event) {
+  asio::post(session_->executor(), [self = shared_from_this(), index, e = std::move(event)]() mutable {
+    self->on_tokens(index, std::move(e));
   });
 }
 
 std::uint64_t sse_generation::client_key() const { return session_->client_key(); }
 
-void sse_generation::send_final(const std::string& client_id, final_event event) {
-  asio::post(session_->executor(), [self = shared_from_this(), client_id, e = std::move(event)]() mutable {
-    if (auto index = self->choice_of(client_id)) self->on_final(*index, std::move(e));
+void sse_generation::send_final(std::size_t index, final_event event) {
+  asio::post(session_->executor(), [self = shared_from_this(), index, e = std::move(event)]() mutable {
+    self->on_final(index, std::move(e));
   });
 }
 
@@ -101,11 +110,11 @@ void sse_generation::on_final(std::size_t index, final_event e) {
   if (c.final) return;
   const bool ok = e.reason.has_value();
   if (!ok && !failed_ && !finished_) {
-    failed_ = openai::error_from_engine(e.error_code, e.error_message);
-    actor_logger("net")->debug("{}: choice {} failed: {}", meta_.id, index, e.error_code);
+    failed_ = openai::error_from_engine(e.error);
+    actor_logger("net")->debug("{}: choice {} failed: {}", meta_.id, index, engine_error_code(e.error.code));
   }
   c.final = std::move(e);
-  c.actor.reset();  // the actor holds us (its link): keeping it past its final event would be a cycle
+  c.generation.reset();  // it holds us (its link): keeping it past its final event would be a cycle
   ++n_final_;
   if (finished_) return;
   if (!ok) {
@@ -135,7 +144,7 @@ void sse_generation::on_client_gone() {
 
 void sse_generation::cancel_all() {
   for (choice& c : choices_)
-    if (!c.final) c.actor->tell(cancel_generation{});
+    if (!c.final && c.generation) c.generation->cancel();
 }
 
 void sse_generation::flush() {

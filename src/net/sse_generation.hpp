@@ -1,6 +1,6 @@
 #pragma once
-// One POST /v1/completions or /v1/chat/completions being answered: a request actor per choice
-// (n per prompt; ids "<response id>/<choice index>"), their events gathered by choice index into
+// One POST /v1/completions or /v1/chat/completions being answered: a generation per choice (n per
+// prompt), each with a link that knows its choice index, their events gathered by that index into
 // one JSON response or a stream of server-sent events.
 //
 // Streaming: the 200 and its head go out with the first token of any choice, so an error that
@@ -9,37 +9,37 @@
 // flight are coalesced per choice into the next event (no unbounded queue: at most the request's
 // own text is held). Every SSE event is one HTTP chunk flushed on its own.
 //
-// Client gone (the session says so): every choice's actor is told cancel_generation; nothing more
-// is written. The object lives until the last actor's final event (the actors hold it).
+// Client gone (the session says so): every choice's generation is cancelled; nothing more is
+// written. The object lives until the last choice's final event (the choices' links hold it).
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "actors/request_actor.hpp"
 #include "net/http_session.hpp"
+#include "pagedserve/engine_api.hpp"
+#include "pagedserve/generation_events.hpp"
 #include "pagedserve/openai_response.hpp"
 
 namespace pagedserve::net {
 
-class sse_generation : public client_link,
-                       public http_exchange,
-                       public std::enable_shared_from_this<sse_generation> {
+class sse_generation : public http_exchange, public std::enable_shared_from_this<sse_generation> {
  public:
-  sse_generation(std::shared_ptr<http_session> session, engine& e, openai::generation_request request,
+  sse_generation(std::shared_ptr<http_session> session, engine_api& e, openai::generation_request request,
                  openai::response_meta meta);
-  // Starts one request actor per choice.
+  // Submits one generation per choice.
   void start();
 
-  void send_tokens(const std::string& client_id, token_event event) override;
-  void send_final(const std::string& client_id, final_event event) override;
-  std::uint64_t client_key() const override;
+  // The events of choice `index` (through its link, sse_generation.cpp); any thread.
+  void send_tokens(std::size_t index, token_event event);
+  void send_final(std::size_t index, final_event event);
+  std::uint64_t client_key() const;
   void on_writable() override;
   void on_client_gone() override;
 
  private:
   struct choice {
-    std::shared_ptr<request_actor> actor;
+    std::shared_ptr<generation_handle> generation;
     int prompt_index = 0;
     token_event pending;      // stream: not yet written; non-stream: everything so far
     std::optional<final_event> final;
@@ -48,7 +48,6 @@ class sse_generation : public client_link,
     std::size_t text_offset = 0;  // completions logprobs: token text written so far
   };
 
-  std::optional<std::size_t> choice_of(const std::string& client_id) const;
   void on_tokens(std::size_t index, token_event e);
   void on_final(std::size_t index, final_event e);
   void cancel_all();
@@ -60,7 +59,7 @@ class sse_generation : public client_link,
   bool all_final() const { return n_final_ == choices_.size(); }
 
   std::shared_ptr<http_session> session_;
-  engine& engine_;
+  engine_api& engine_;
   openai::generation_request request_;
   openai::response_meta meta_;
   openai::encode_options encode_;

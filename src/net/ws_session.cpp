@@ -13,9 +13,23 @@ constexpr std::size_t hard_frame_factor = 4;
 // How long our close frame waits for the client's: one that stopped reading is cut off after it.
 constexpr auto close_handshake_timeout = std::chrono::seconds(1);
 
+// One request's link: its events go to the session under the client's id for it.
+class ws_request_link : public client_link {
+ public:
+  ws_request_link(std::shared_ptr<ws_session> session, std::string client_id)
+      : session_(std::move(session)), client_id_(std::move(client_id)) {}
+  void send_tokens(token_event event) override { session_->send_tokens(client_id_, std::move(event)); }
+  void send_final(final_event event) override { session_->send_final(client_id_, std::move(event)); }
+  std::uint64_t client_key() const override { return session_->client_key(); }
+
+ private:
+  std::shared_ptr<ws_session> session_;
+  std::string client_id_;
+};
+
 }  // namespace
 
-ws_session::ws_session(tcp::socket socket, engine& e, const server_config& config, std::shared_ptr<connection_slot> slot)
+ws_session::ws_session(tcp::socket socket, engine_api& e, const server_config& config, std::shared_ptr<connection_slot> slot)
     : ws_(std::move(socket)),
       engine_(e),
       config_(config),
@@ -122,13 +136,12 @@ void ws_session::handle_frame(const ws_frame_in& frame) {
                              draining_};
   ws_action action = ws_dispatch(frame, view, config_, engine_.request_defaults());
   if (auto* err = std::get_if<protocol_error>(&action)) return enqueue_error(err->id, err->code, err->message);
-  if (auto* cancel = std::get_if<ws_cancel>(&action)) return requests_.at(cancel->id)->tell(cancel_generation{});
+  if (auto* cancel = std::get_if<ws_cancel>(&action)) return requests_.at(cancel->id)->cancel();
   generate_command& gen = std::get<ws_start>(action).command;
-  const std::string client_id = gen.id;
-  auto actor = std::make_shared<request_actor>(engine_.executor(), engine_, shared_from_this(), std::move(gen),
-                                               std::chrono::seconds(config_.request_timeout_seconds));
-  requests_.emplace(client_id, actor);
-  actor->tell(start_generation{});
+  std::string client_id = gen.id;
+  auto link = std::make_shared<ws_request_link>(shared_from_this(), client_id);
+  requests_.emplace(std::move(client_id), engine_.submit(std::move(gen), std::move(link),
+                                                         std::chrono::seconds(config_.request_timeout_seconds)));
 }
 
 void ws_session::send_tokens(const std::string& client_id, token_event event) {
@@ -160,8 +173,7 @@ void ws_session::send_final(const std::string& client_id, final_event event) {
     self->requests_.erase(id);
     self->ending_.erase(id);
     if (self->requests_.empty()) self->last_activity_ = std::chrono::steady_clock::now();
-    self->enqueue({e.reason ? encode_done_frame(id, *e.reason, e.used, e.timings)
-                            : encode_error_frame(id, e.error_code, e.error_message),
+    self->enqueue({e.reason ? encode_done_frame(id, *e.reason, e.used, e.timings) : encode_error_frame(id, e.error),
                    {}, {}});
     if (self->draining_ && self->requests_.empty()) self->close_after_writes("server shutting down");
   });
@@ -215,12 +227,12 @@ void ws_session::end_slow_client() {
     outbound_bytes_ -= frame_bytes(*it);
     it = outbound_.erase(it);
   }
-  const request_error too_slow{"client_too_slow",
-                               "the client read too slowly: more than " + std::to_string(config_.max_outbound_bytes) +
-                                   " bytes or " + std::to_string(config_.max_outbound_frames) +
-                                   " frames were waiting to be sent"};
-  for (auto& [id, actor] : requests_)
-    if (ending_.insert(id).second) actor->tell(cancel_generation{too_slow});
+  const engine_failure too_slow{engine_error::client_too_slow,
+                                "the client read too slowly: more than " + std::to_string(config_.max_outbound_bytes) +
+                                    " bytes or " + std::to_string(config_.max_outbound_frames) +
+                                    " frames were waiting to be sent"};
+  for (auto& [id, request] : requests_)
+    if (ending_.insert(id).second) request->cancel(too_slow);
 }
 
 void ws_session::do_write() {
@@ -244,10 +256,10 @@ void ws_session::on_write_timeout() {
   actor_logger("net")->warn("websocket client stopped reading for {} s ({} frames, {} bytes queued): ending its {} "
                             "requests with client_too_slow and closing",
                             config_.write_timeout_seconds, outbound_.size(), outbound_bytes_, requests_.size());
-  const request_error too_slow{"client_too_slow", "the client read nothing for " +
-                                                      std::to_string(config_.write_timeout_seconds) + " s"};
-  for (auto& [id, actor] : requests_)
-    if (ending_.insert(id).second) actor->tell(cancel_generation{too_slow});
+  const engine_failure too_slow{engine_error::client_too_slow,
+                                "the client read nothing for " + std::to_string(config_.write_timeout_seconds) + " s"};
+  for (auto& [id, request] : requests_)
+    if (ending_.insert(id).second) request->cancel(too_slow);
   closed_ = true;
   idle_timer_.cancel();
   beast::get_lowest_layer(ws_).close();  // aborts the blocked write: on_write sees the error
@@ -272,7 +284,7 @@ void ws_session::on_write(beast::error_code ec, std::size_t) {
 }
 
 void ws_session::close_requests() {
-  for (auto& [id, actor] : requests_) actor->tell(cancel_generation{});
+  for (auto& [id, request] : requests_) request->cancel();
 }
 
 }  // namespace pagedserve::net

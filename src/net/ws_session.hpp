@@ -20,24 +20,25 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "actors/request_actor.hpp"
 #include "net/connection_registry.hpp"
 #include "net/net_common.hpp"
 #include "net/ws_frame_dispatch.hpp"
 #include "pagedserve/config.hpp"
+#include "pagedserve/engine_api.hpp"
 
 namespace pagedserve::net {
 
-class ws_session : public client_link, public drain_listener, public std::enable_shared_from_this<ws_session> {
+class ws_session : public drain_listener, public std::enable_shared_from_this<ws_session> {
  public:
-  ws_session(tcp::socket socket, engine& e, const server_config& config, std::shared_ptr<connection_slot> slot);
+  ws_session(tcp::socket socket, engine_api& e, const server_config& config, std::shared_ptr<connection_slot> slot);
   ~ws_session() override;
   // Completes the upgrade the HTTP session read, then starts reading frames.
   void run(http::request<http::string_body> upgrade);
 
-  void send_tokens(const std::string& client_id, token_event event) override;
-  void send_final(const std::string& client_id, final_event event) override;
-  std::uint64_t client_key() const override { return slot_->client_key(); }
+  // The events of the request the client calls client_id (through its link, ws_session.cpp); any thread.
+  void send_tokens(const std::string& client_id, token_event event);
+  void send_final(const std::string& client_id, final_event event);
+  std::uint64_t client_key() const { return slot_->client_key(); }
   void on_drain() override;
 
  private:
@@ -66,7 +67,7 @@ class ws_session : public client_link, public drain_listener, public std::enable
 
   websocket::stream<beast::tcp_stream> ws_;
   beast::flat_buffer buffer_;
-  engine& engine_;
+  engine_api& engine_;
   const server_config& config_;
   std::shared_ptr<connection_slot> slot_;
   std::deque<outbound_frame> outbound_;  // front is being written when writing_
@@ -80,7 +81,7 @@ class ws_session : public client_link, public drain_listener, public std::enable
   std::uint64_t write_epoch_ = 0;    // a timer firing for an older write is stale
   std::chrono::steady_clock::time_point last_activity_ = std::chrono::steady_clock::now();
   std::unordered_set<std::string> ending_;  // requests ended for being too slow: their tokens are dropped
-  std::unordered_map<std::string, std::shared_ptr<request_actor>> requests_;  // by client id
+  std::unordered_map<std::string, std::shared_ptr<generation_handle>> requests_;  // by client id
 };
 
 }  // namespace pagedserve::net

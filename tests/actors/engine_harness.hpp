@@ -1,6 +1,7 @@
 #pragma once
 // Drives the real engine (scheduler, KV allocator, executor actors) and request actors in-process:
-// a recording client_link stands in for the WebSocket session and parses the frames it is given.
+// a recorder stands in for the WebSocket session: it gives each request a client_link and parses the
+// frames it is given.
 #include <simdjson.h>
 
 #include <boost/asio/io_context.hpp>
@@ -11,6 +12,7 @@
 
 #include "actors/engine.hpp"
 #include "actors/request_actor.hpp"
+#include "pagedserve/ws_protocol.hpp"
 
 namespace pagedserve::test {
 
@@ -23,16 +25,11 @@ struct recorded_request {
   int completion_tokens = 0;
 };
 
-class recording_link : public client_link {
+class recording_link : public std::enable_shared_from_this<recording_link> {
  public:
-  void send_tokens(const std::string& client_id, token_event event) override {
-    record(encode_token_frame(client_id, event));
-  }
-  void send_final(const std::string& client_id, final_event e) override {
-    record(e.reason ? encode_done_frame(client_id, *e.reason, e.used, e.timings)
-                    : encode_error_frame(client_id, e.error_code, e.error_message));
-    std::lock_guard lock(mutex_);
-    ++n_ended_;
+  // The link of the request the client calls `id`: its events are recorded as that id's frames.
+  std::shared_ptr<client_link> for_request(std::string id) {
+    return std::make_shared<request_link>(shared_from_this(), std::move(id));
   }
   void record(const std::string& frame) {
     std::lock_guard lock(mutex_);
@@ -63,6 +60,23 @@ class recording_link : public client_link {
   }
 
  private:
+  class request_link : public client_link {
+   public:
+    request_link(std::shared_ptr<recording_link> rec, std::string id) : rec_(std::move(rec)), id_(std::move(id)) {}
+    void send_tokens(token_event event) override { rec_->record(encode_token_frame(id_, event)); }
+    void send_final(final_event e) override {
+      rec_->record(e.reason ? encode_done_frame(id_, *e.reason, e.used, e.timings) : encode_error_frame(id_, e.error));
+      std::lock_guard lock(rec_->mutex_);
+      ++rec_->n_ended_;
+    }
+    // Every request of one recorder is one client (fair admission, per-client quotas).
+    std::uint64_t client_key() const override { return reinterpret_cast<std::uintptr_t>(rec_.get()); }
+
+   private:
+    std::shared_ptr<recording_link> rec_;
+    std::string id_;
+  };
+
   std::mutex mutex_;
   std::map<std::string, recorded_request> requests_;
   int n_ended_ = 0;
@@ -76,7 +90,8 @@ inline std::shared_ptr<request_actor> start_request(engine& e, std::shared_ptr<r
   g.group = group;
   g.prompt = std::move(prompt);
   g.params = std::move(params);
-  auto actor = std::make_shared<request_actor>(e.executor(), e, std::move(link), std::move(g));
+  std::shared_ptr<client_link> request_link = link->for_request(g.id);
+  auto actor = std::make_shared<request_actor>(e.executor(), e, std::move(request_link), std::move(g));
   actor->tell(start_generation{});
   return actor;
 }

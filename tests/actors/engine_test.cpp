@@ -248,7 +248,8 @@ TEST(engine, parallel_samples_share_the_prompt_blocks_and_each_equals_its_seed_a
         g.params.max_tokens = 40;
         g.params.seed = 7 + i;
         g.group = group;
-        actors.push_back(std::make_shared<request_actor>(e.executor(), e, link, std::move(g)));
+        std::shared_ptr<client_link> request_link = link->for_request(g.id);
+        actors.push_back(std::make_shared<request_actor>(e.executor(), e, std::move(request_link), std::move(g)));
       }
       for (auto& a : actors) a->tell(start_generation{});
       ASSERT_TRUE(test::run_until(io, [&] { return link->n_ended() == n; }));

@@ -93,7 +93,7 @@ TEST(request_actor, finish_all_ends_every_request_and_refuses_later_ones) {
   long_run.ignore_eos = true;
   for (int i = 0; i < 6; ++i) test::start_request(*f.e, f.link, "r" + std::to_string(i), "Once", long_run);
   ASSERT_TRUE(test::run_until(f.io, [&] { return !f.link->requests()["r0"].ids.empty(); }));
-  f.e->scheduler().tell(finish_all{{"shutting_down", "the server is going away"}});
+  f.e->end_all({engine_error::shutting_down, "the server is going away"});
   test::start_request(*f.e, f.link, "late", "Once", long_run);
   auto r = f.run(7);
   int ended = 0;

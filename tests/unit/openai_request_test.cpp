@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "pagedserve/openai_request.hpp"
+#include "pagedserve/ws_protocol.hpp"
 
 namespace pagedserve::openai {
 namespace {
@@ -232,13 +233,32 @@ TEST(openai_request, tokenize_and_detokenize) {
 }
 
 TEST(openai_request, engine_errors_map_to_statuses) {
-  EXPECT_EQ(error_from_engine("queue_full", "full").status, 429);
-  EXPECT_EQ(error_from_engine("queue_full", "full").type, "rate_limit_error");
-  EXPECT_EQ(error_from_engine("context_length_exceeded", "long").status, 400);
-  EXPECT_EQ(error_from_engine("invalid_max_tokens", "x").status, 400);
-  EXPECT_EQ(error_from_engine("invalid_max_tokens", "x").param, "max_tokens");
-  EXPECT_EQ(error_from_engine("invalid_request", "x").status, 400);
-  EXPECT_EQ(error_from_engine("something_else", "x").status, 500);
+  const auto of = [](engine_error e) { return error_from_engine({e, "why"}); };
+  EXPECT_EQ(of(engine_error::queue_full).status, 429);
+  EXPECT_EQ(of(engine_error::queue_full).type, "rate_limit_error");
+  EXPECT_EQ(of(engine_error::queue_full).code, "queue_full");
+  EXPECT_EQ(of(engine_error::too_many_requests).status, 429);
+  EXPECT_EQ(of(engine_error::context_length_exceeded).status, 400);
+  EXPECT_EQ(of(engine_error::context_length_exceeded).param, "");
+  EXPECT_EQ(of(engine_error::invalid_max_tokens).status, 400);
+  EXPECT_EQ(of(engine_error::invalid_max_tokens).param, "max_tokens");
+  EXPECT_EQ(of(engine_error::invalid_request).status, 400);
+  EXPECT_EQ(of(engine_error::invalid_request).param, "prompt");
+  EXPECT_EQ(of(engine_error::shutting_down).status, 503);
+  EXPECT_EQ(of(engine_error::request_timeout).status, 504);
+  EXPECT_EQ(of(engine_error::client_too_slow).status, 500);
+  EXPECT_EQ(of(engine_error::client_too_slow).type, "server_error");
+  EXPECT_EQ(of(engine_error::invalid_request).message, "why");
+}
+
+// The WebSocket error frame and the OpenAI error carry the same code, from the one table.
+TEST(openai_request, engine_error_codes_are_the_same_on_both_protocols) {
+  for (const engine_error_wire& row : engine_error_table) {
+    const engine_failure f{row.error, "m"};
+    EXPECT_EQ(error_from_engine(f).code, row.code);
+    EXPECT_EQ(encode_error_frame("r1", f),
+              R"({"type":"error","id":"r1","code":")" + std::string(row.code) + R"(","message":"m"})");
+  }
 }
 
 }  // namespace
