@@ -1,12 +1,13 @@
 #pragma once
-// The SIMD block-quantized matmul every x86 table shares: each format's kernels for 1-4 tokens
+// The SIMD block-quantized matmul every x86 table shares: each format's kernels for 1..block_dot_tokens tokens
 // (block_dot_legacy.hpp, block_dot_k.hpp; 256-bit, with the including file's flags) and the loop over
 // rows and tokens. Integer sums are exact, so only the fp32 accumulation has an order: per token, a
 // fixed sequence of multiply-adds per block in block order, then a fixed tree over the lanes. That
-// sequence is the same whichever of the 1-4 token kernels runs it, so results do not depend on the
-// batch, the token's position in it, or the rows a call covers.
+// sequence is the same whichever of the 1..block_dot_tokens token kernels runs it, so results do not
+// depend on the batch, the token's position in it, or the rows a call covers.
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "block_dot_k.hpp"
 #include "block_dot_legacy.hpp"
@@ -17,8 +18,13 @@
 namespace pagedserve::kernels {
 namespace {
 
-// Up to this many tokens share one decode of each weight block.
+// Up to this many tokens share one decode of each weight block: 8 with AVX-512's 32 vector registers
+// (the decoded block and 8 tokens' accumulators stay in them), 4 with AVX2's 16.
+#if defined(__AVX512F__)
+constexpr int block_dot_tokens = 8;
+#else
 constexpr int block_dot_tokens = 4;
+#endif
 
 using block_dot_fn = void (*)(float* sums, const void* row, const std::byte* y0, std::size_t y_stride, int nb);
 
@@ -32,13 +38,21 @@ struct block_dot_kernels {
   block_dot_fn by_tokens[block_dot_tokens];
 };
 
+template <class F, std::size_t... i>
+constexpr block_dot_kernels legacy_kernels(std::index_sequence<i...>) {
+  return {{dot32_of<F, i + 1>...}};
+}
 template <class F>
 constexpr block_dot_kernels legacy_kernels() {
-  return {{dot32_of<F, 1>, dot32_of<F, 2>, dot32_of<F, 3>, dot32_of<F, 4>}};
+  return legacy_kernels<F>(std::make_index_sequence<block_dot_tokens>());
+}
+template <class F, std::size_t... i>
+constexpr block_dot_kernels k_kernels(std::index_sequence<i...>) {
+  return {{dot_k<F, i + 1>...}};
 }
 template <class F>
 constexpr block_dot_kernels k_kernels() {
-  return {{dot_k<F, 1>, dot_k<F, 2>, dot_k<F, 3>, dot_k<F, 4>}};
+  return k_kernels<F>(std::make_index_sequence<block_dot_tokens>());
 }
 
 inline const block_dot_kernels& simd_kernels(dtype t) {
@@ -67,7 +81,7 @@ inline const block_dot_kernels& simd_kernels(dtype t) {
 // Rows per tile of matmul_blocks_simd: 16 rows of a 5632-wide q8_0 matrix are 96 KB, in L2.
 constexpr int block_rows_per_tile = 16;
 
-// kernel_table::matmul_blocks over w's kernels k. Tiles of rows; in each, every group of 4 tokens runs
+// kernel_table::matmul_blocks over w's kernels k. Tiles of rows; in each, every group of tokens runs
 // over the tile's rows, so the group's activations stay in L1 while the rows come from L2 (a decode
 // step, one group, streams each row once from memory).
 inline void matmul_blocks_simd(float* out, const std::byte* xq, const weight& w, int n_tokens, int o_begin, int o_end,
