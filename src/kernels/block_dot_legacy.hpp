@@ -1,6 +1,6 @@
 #pragma once
 // The SIMD dots of the 32-weight formats (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl) with q8_0/q8_1
-// activations: each block decoded once into 32 weight bytes, multiplied with a group of tokens while it
+// activations: each block decoded once into 32 weight bytes, multiplied with up to 4 tokens while it
 // sits in a register.
 #include "block_simd_ops.hpp"
 
@@ -56,7 +56,7 @@ void dot32(float* sums, const typename F::block* x, const std::byte* y0, std::si
     const float d = h(x[b].d);
     if constexpr (F::has_min) {
       const float m = h(x[b].m);
-#pragma GCC unroll 8
+#pragma GCC unroll 4
       for (int t = 0; t < n_t; ++t) {
         const __m256i isum = dot4(_mm256_setzero_si256(), w, load32(y[t][b].qs));
         a[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d * y[t][b].d), a[t]);
@@ -64,7 +64,7 @@ void dot32(float* sums, const typename F::block* x, const std::byte* y0, std::si
       }
     } else {
       const __m256i abs_w = _mm256_abs_epi8(w);
-#pragma GCC unroll 8
+#pragma GCC unroll 4
       for (int t = 0; t < n_t; ++t) {
         const __m256i isum = dot_signed(abs_w, w, load32(y[t][b].qs));
         a[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d * y[t][b].d), a[t]);

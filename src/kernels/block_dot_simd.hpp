@@ -18,13 +18,15 @@
 namespace pagedserve::kernels {
 namespace {
 
-// Up to this many tokens share one decode of each weight block: 8 with AVX-512's 32 vector registers
-// (the decoded block and 8 tokens' accumulators stay in them), 4 with AVX2's 16.
+// Up to this many tokens share one decode of each weight block: the K-quants' groups, 8 with AVX-512's
+// 32 vector registers (the decoded super-block and 8 tokens' accumulators stay in them), 4 with AVX2's
+// 16. The 32-weight formats keep groups of 4 (dot32's two accumulators per token would spill at 8).
 #if defined(__AVX512F__)
 constexpr int block_dot_tokens = 8;
 #else
 constexpr int block_dot_tokens = 4;
 #endif
+constexpr int block_dot_tokens_32 = 4;
 
 using block_dot_fn = void (*)(float* sums, const void* row, const std::byte* y0, std::size_t y_stride, int nb);
 
@@ -33,22 +35,23 @@ void dot32_of(float* sums, const void* row, const std::byte* y0, std::size_t y_s
   dot32<F, n_t>(sums, static_cast<const typename F::block*>(row), y0, y_stride, nb);
 }
 
-// by_tokens[n_t - 1]: one format's kernel for n_t tokens.
+// One format's kernels: by_tokens[n_t - 1] for n_t <= group_tokens tokens.
 struct block_dot_kernels {
+  int group_tokens;
   block_dot_fn by_tokens[block_dot_tokens];
 };
 
 template <class F, std::size_t... i>
 constexpr block_dot_kernels legacy_kernels(std::index_sequence<i...>) {
-  return {{dot32_of<F, i + 1>...}};
+  return {sizeof...(i), {dot32_of<F, i + 1>...}};
 }
 template <class F>
 constexpr block_dot_kernels legacy_kernels() {
-  return legacy_kernels<F>(std::make_index_sequence<block_dot_tokens>());
+  return legacy_kernels<F>(std::make_index_sequence<block_dot_tokens_32>());
 }
 template <class F, std::size_t... i>
 constexpr block_dot_kernels k_kernels(std::index_sequence<i...>) {
-  return {{dot_k<F, i + 1>...}};
+  return {sizeof...(i), {dot_k<F, i + 1>...}};
 }
 template <class F>
 constexpr block_dot_kernels k_kernels() {
@@ -90,8 +93,8 @@ inline void matmul_blocks_simd(float* out, const std::byte* xq, const weight& w,
   const int nb = w.cols / block_layout_of(w.type).elements;
   for (int tile = o_begin; tile < o_end; tile += block_rows_per_tile) {
     const int tile_end = std::min(o_end, tile + block_rows_per_tile);
-    for (int t = 0; t < n_tokens; t += block_dot_tokens) {
-      const int n_t = std::min(block_dot_tokens, n_tokens - t);
+    for (int t = 0; t < n_tokens; t += k.group_tokens) {
+      const int n_t = std::min(k.group_tokens, n_tokens - t);
       for (int o = tile; o < tile_end; ++o) {
         float sums[block_dot_tokens];
         k.by_tokens[n_t - 1](sums, static_cast<const std::byte*>(w.data) + static_cast<std::size_t>(o) * row_bytes,

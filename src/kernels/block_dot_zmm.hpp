@@ -131,7 +131,7 @@ struct fmt512_q6_k {
 
 template <class F, std::size_t... i>
 constexpr block_dot_kernels k512_kernels(std::index_sequence<i...>) {
-  return {{dot_k512<F, i + 1>...}};
+  return {sizeof...(i), {dot_k512<F, i + 1>...}};
 }
 template <class F>
 constexpr block_dot_kernels k512_kernels() {
