@@ -61,7 +61,7 @@ void dot_k(float* sums, const void* row, const std::byte* y0, std::size_t y_stri
       // Four chains of two (short dependency chains for the accumulating vpdpwssd); exact, so the
       // grouping changes nothing.
       __m256i c[4];
-#pragma GCC unroll 8
+#pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) c[k] = madd16(_mm256_madd_epi16(product(k), kb.sc[k]), product(k + 4), kb.sc[k + 4]);
       __m256i isum = _mm256_add_epi32(_mm256_add_epi32(c[0], c[1]), _mm256_add_epi32(c[2], c[3]));
       if constexpr (F::offset != 0)
