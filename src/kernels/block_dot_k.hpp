@@ -1,7 +1,7 @@
 #pragma once
 // The SIMD dots of the 256-weight formats (q2_k ... q6_k, iq4_xs) with q8_K activations: each
 // super-block decoded once into 8 vectors of 32 weight bytes and their scales (k_block), multiplied
-// with up to 4 tokens while they sit in registers.
+// with a group of tokens while they sit in registers.
 #include "block_simd_ops.hpp"
 
 namespace pagedserve::kernels {
@@ -50,7 +50,7 @@ void dot_k(float* sums, const void* row, const std::byte* y0, std::size_t y_stri
     if constexpr (F::signed_q)
       #pragma GCC unroll 8
       for (int k = 0; k < 8; ++k) abs_q[k] = _mm256_abs_epi8(kb.q[k]);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int t = 0; t < n_t; ++t) {
       const act_block256& a = y[t][b];
       const auto product = [&](int k) {  // s16 pairs of vector k's products

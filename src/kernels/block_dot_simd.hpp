@@ -1,12 +1,13 @@
 #pragma once
-// The SIMD block-quantized matmul every x86 table shares: each format's kernels for 1-4 tokens
+// The SIMD block-quantized matmul every x86 table shares: each format's kernels for 1..block_dot_tokens tokens
 // (block_dot_legacy.hpp, block_dot_k.hpp; 256-bit, with the including file's flags) and the loop over
 // rows and tokens. Integer sums are exact, so only the fp32 accumulation has an order: per token, a
 // fixed sequence of multiply-adds per block in block order, then a fixed tree over the lanes. That
-// sequence is the same whichever of the 1-4 token kernels runs it, so results do not depend on the
-// batch, the token's position in it, or the rows a call covers.
+// sequence is the same whichever of the 1..block_dot_tokens token kernels runs it, so results do not
+// depend on the batch, the token's position in it, or the rows a call covers.
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "block_dot_k.hpp"
 #include "block_dot_legacy.hpp"
@@ -17,8 +18,15 @@
 namespace pagedserve::kernels {
 namespace {
 
-// Up to this many tokens share one decode of each weight block.
+// Up to this many tokens share one decode of each weight block: the K-quants' groups, 8 with AVX-512's
+// 32 vector registers (the decoded super-block and 8 tokens' accumulators stay in them), 4 with AVX2's
+// 16. The 32-weight formats keep groups of 4 (dot32's two accumulators per token would spill at 8).
+#if defined(__AVX512F__)
+constexpr int block_dot_tokens = 8;
+#else
 constexpr int block_dot_tokens = 4;
+#endif
+constexpr int block_dot_tokens_32 = 4;
 
 using block_dot_fn = void (*)(float* sums, const void* row, const std::byte* y0, std::size_t y_stride, int nb);
 
@@ -27,18 +35,27 @@ void dot32_of(float* sums, const void* row, const std::byte* y0, std::size_t y_s
   dot32<F, n_t>(sums, static_cast<const typename F::block*>(row), y0, y_stride, nb);
 }
 
-// by_tokens[n_t - 1]: one format's kernel for n_t tokens.
+// One format's kernels: by_tokens[n_t - 1] for n_t <= group_tokens tokens.
 struct block_dot_kernels {
+  int group_tokens;
   block_dot_fn by_tokens[block_dot_tokens];
 };
 
+template <class F, std::size_t... i>
+constexpr block_dot_kernels legacy_kernels(std::index_sequence<i...>) {
+  return {sizeof...(i), {dot32_of<F, i + 1>...}};
+}
 template <class F>
 constexpr block_dot_kernels legacy_kernels() {
-  return {{dot32_of<F, 1>, dot32_of<F, 2>, dot32_of<F, 3>, dot32_of<F, 4>}};
+  return legacy_kernels<F>(std::make_index_sequence<block_dot_tokens_32>());
+}
+template <class F, std::size_t... i>
+constexpr block_dot_kernels k_kernels(std::index_sequence<i...>) {
+  return {sizeof...(i), {dot_k<F, i + 1>...}};
 }
 template <class F>
 constexpr block_dot_kernels k_kernels() {
-  return {{dot_k<F, 1>, dot_k<F, 2>, dot_k<F, 3>, dot_k<F, 4>}};
+  return k_kernels<F>(std::make_index_sequence<block_dot_tokens>());
 }
 
 inline const block_dot_kernels& simd_kernels(dtype t) {
@@ -67,7 +84,7 @@ inline const block_dot_kernels& simd_kernels(dtype t) {
 // Rows per tile of matmul_blocks_simd: 16 rows of a 5632-wide q8_0 matrix are 96 KB, in L2.
 constexpr int block_rows_per_tile = 16;
 
-// kernel_table::matmul_blocks over w's kernels k. Tiles of rows; in each, every group of 4 tokens runs
+// kernel_table::matmul_blocks over w's kernels k. Tiles of rows; in each, every group of tokens runs
 // over the tile's rows, so the group's activations stay in L1 while the rows come from L2 (a decode
 // step, one group, streams each row once from memory).
 inline void matmul_blocks_simd(float* out, const std::byte* xq, const weight& w, int n_tokens, int o_begin, int o_end,
@@ -76,8 +93,8 @@ inline void matmul_blocks_simd(float* out, const std::byte* xq, const weight& w,
   const int nb = w.cols / block_layout_of(w.type).elements;
   for (int tile = o_begin; tile < o_end; tile += block_rows_per_tile) {
     const int tile_end = std::min(o_end, tile + block_rows_per_tile);
-    for (int t = 0; t < n_tokens; t += block_dot_tokens) {
-      const int n_t = std::min(block_dot_tokens, n_tokens - t);
+    for (int t = 0; t < n_tokens; t += k.group_tokens) {
+      const int n_t = std::min(k.group_tokens, n_tokens - t);
       for (int o = tile; o < tile_end; ++o) {
         float sums[block_dot_tokens];
         k.by_tokens[n_t - 1](sums, static_cast<const std::byte*>(w.data) + static_cast<std::size_t>(o) * row_bytes,

@@ -38,7 +38,7 @@ void dot_k512(float* sums, const void* row, const std::byte* y0, std::size_t y_s
   for (int b = 0; b < nb; ++b) {
     k_block512 kb;
     F::decode(row, b, kb);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int t = 0; t < n_t; ++t) {
       const act_block256& a = y[t][b];
       const auto product = [&](int p) { return _mm512_maddubs_epi16(kb.q[p], _mm512_loadu_si512(a.qs + 64 * p)); };
@@ -129,9 +129,13 @@ struct fmt512_q6_k {
   }
 };
 
+template <class F, std::size_t... i>
+constexpr block_dot_kernels k512_kernels(std::index_sequence<i...>) {
+  return {sizeof...(i), {dot_k512<F, i + 1>...}};
+}
 template <class F>
 constexpr block_dot_kernels k512_kernels() {
-  return {{dot_k512<F, 1>, dot_k512<F, 2>, dot_k512<F, 3>, dot_k512<F, 4>}};
+  return k512_kernels<F>(std::make_index_sequence<block_dot_tokens>());
 }
 
 // simd_kernels with the zmm K-quants.
