@@ -140,9 +140,11 @@ step_plan schedule_step(scheduler_state& state, block_manager& blocks) {
   // chunk starts after the blocks found in the prefix cache, or, for a sample of a prompt another
   // sample computed, after that sample's prompt blocks (shared; the last token is recomputed for its
   // own logits). An admission that gets no blocks waits where it is, and so do those behind it.
+  // None in a step that preempted: the pool is short, and a preempted sequence readmitted at once
+  // (its freed blocks are free again) would only thrash.
   std::unordered_map<std::uint64_t, int> n_running_of;
   for (const sequence& s : state.running) ++n_running_of[s.client];
-  while (budget.can_prefill() && state.n_running() < state.limits.max_num_seqs) {
+  while (plan.preempted.empty() && budget.can_prefill() && state.n_running() < state.limits.max_num_seqs) {
     const auto next = pick_admission(state, n_running_of);
     if (!next) break;
     sequence& s = state.waiting[next->index];

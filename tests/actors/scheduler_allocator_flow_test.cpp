@@ -6,6 +6,9 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <algorithm>
+#include <map>
+
 #include "actors/kv_allocator_actor.hpp"
 #include "actors/scheduler_actor.hpp"
 
@@ -69,7 +72,7 @@ struct engine_core {
     scheduler.tell(step_executed{e.step, std::vector<token_id>(e.sample_for.size(), token),
                                  std::vector<std::optional<token_logprobs>>(e.sample_for.size()), 0.001});
   }
-  int n_exchanges() const { return static_cast<int>(std::ranges::count(to_kv.types, 0u)); }  // schedule_next_step
+  int n_exchanges() const { return static_cast<int>(std::ranges::count(to_kv.types, std::size_t{0})); }  // schedule_next_step
 
   boost::asio::io_context io;
   kv_allocator_actor kv;
