@@ -75,8 +75,7 @@ engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const mod
                                   .max_decode_slowdown = config.max_decode_slowdown,
                                   .min_prefill_chunk = 16,
                                   .attention_cost = attention_cost_of(model_->config),
-                                  .max_waiting_per_client = config.max_waiting_per_client},
-                 config.block_size),
+                                  .max_waiting_per_client = config.max_waiting_per_client}),
       executor_(model_, executor_options{config.kv_blocks, config.block_size, config.max_num_batched_tokens,
                                          config.threads, kernels::kernel_table_select(config.kernels),
                                          kv_cache_type(config.kv_cache_dtype)}) {

@@ -1,15 +1,15 @@
 #pragma once
-// KvAllocatorActor: the only owner of KV block ownership (free list, refcounts, block tables).
+// KvAllocatorActor: the only owner of KV block ownership (free list, refcounts, block tables, the
+// prefix cache), and where an engine step's allocation runs: the scheduler lends it its queues once
+// per step and it runs apply_step_result and schedule_step (pagedserve/schedule_step.hpp) over them
+// and its block_manager, synchronously. It holds no state across steps besides the block manager.
 //
-// Mailbox: allocate_step (scheduler) -> replies step_allocated to the scheduler, granting chunks in
-//          plan order until one cannot get its blocks (admissions reuse cached prefix blocks first);
-//          commit_blocks (scheduler) -> computed full blocks enter the prefix cache;
-//          free_sequences (scheduler) -> no reply;
-//          a granted step_allocated lists the copy-on-write block copies the executor makes first;
+// Mailbox: schedule_next_step (scheduler) -> replies step_scheduled to the scheduler, with the queues;
 //          report_kv_status (network edge) -> calls its reply with the pool's figures.
-// Invariants: each operation checks its own in O(1) (a block freed twice, taken while referenced);
-// the whole pool (no leak, refcounts match tables) is checked after every free in debug builds and
-// in tests that ask, as that costs O(blocks). A reference lost on free is logged, not fatal.
+// Invariants: each block_manager operation checks its own in O(1) (a block freed twice, taken while
+// referenced); the whole pool (no leak, refcounts match tables) is checked after every step that
+// freed a sequence in debug builds and in tests that ask, as that costs O(blocks). A reference lost
+// on free is logged, not fatal.
 #include <spdlog/logger.h>
 
 #include "actors/messages.hpp"
@@ -22,16 +22,15 @@ class kv_allocator_actor : public actor<kv_allocator_actor, kv_allocator_mailbox
   kv_allocator_actor(const boost::asio::any_io_executor& ex, int n_blocks, int block_size, bool prefix_caching);
   void connect(mailbox_ref<scheduler_mailbox>& scheduler) { scheduler_ = &scheduler; }
 
-  void on(allocate_step m);
-  void on(free_sequences m);
-  void on(commit_blocks m);
+  void on(schedule_next_step m);
   void on(report_kv_status m);
-  // Runs block_manager::find_invariant_violation after every free, aborting on a violation.
+  // Runs block_manager::find_invariant_violation after every step that freed blocks, aborting on a violation.
   void check_invariants_on_free(bool on) { check_on_free_ = on; }
 
  private:
+  void report(const blocks_freed& freed);
+
   block_manager blocks_;
-  std::vector<block_manager::block_copy> copies_;  // made for the step being allocated, not yet sent
   mailbox_ref<scheduler_mailbox>* scheduler_ = nullptr;
   std::shared_ptr<spdlog::logger> log_;
 #ifdef NDEBUG

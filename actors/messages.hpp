@@ -17,6 +17,7 @@
 #include "pagedserve/ids.hpp"
 #include "pagedserve/request.hpp"
 #include "pagedserve/sampling.hpp"
+#include "pagedserve/schedule_step.hpp"
 
 namespace pagedserve {
 
@@ -77,12 +78,11 @@ struct finish_request {  // from a RequestActor: the client cancelled, a stop st
 struct finish_all {
   request_error error;
 };
-struct step_allocated {  // from the KvAllocatorActor
+struct step_scheduled {  // from the KvAllocatorActor: the reply to schedule_next_step
   step_id step;
-  std::optional<std::size_t> refused;           // first chunk that got no blocks (none: all granted)
-  std::vector<std::vector<std::int32_t>> tables;  // block table of each granted chunk's sequence, plan order
-  std::vector<int> n_cached;                      // per granted chunk: prompt tokens found in the prefix cache
-  std::vector<std::pair<std::int32_t, std::int32_t>> block_copies;  // {from, to}: copy before the step
+  std::unique_ptr<scheduler_state> state;  // the lent queues, back
+  step_result previous;                    // of the step executed before (empty if none)
+  step_plan plan;                          // the next step; no chunks: nothing to run
 };
 struct step_executed {  // from the ExecutorActor
   step_id step;
@@ -93,43 +93,26 @@ struct step_executed {  // from the ExecutorActor
 struct report_scheduler_status {  // from the network edge (/health)
   std::function<void(scheduler_status)> reply;
 };
-using scheduler_mailbox = std::variant<submit_request, finish_request, finish_all, step_allocated, step_executed,
+using scheduler_mailbox = std::variant<submit_request, finish_request, finish_all, step_scheduled, step_executed,
                                        report_scheduler_status>;
 
 // ---- KvAllocatorActor mailbox (sent by the scheduler, and /health) ----
-// One chunk's blocks. A running sequence must hold n_tokens tokens after the step and writes from
-// first_write on. An admission first reuses the cached prefix of `tokens` (or, with fork_from, shares
-// that sequence's blocks of its first fork_tokens tokens and recomputes the last one), then gets room
-// for n_tokens more (at most up to its length).
-struct kv_need {
-  request_id id;
-  int n_tokens = 0;
-  int first_write = 0;
-  std::shared_ptr<const std::vector<token_id>> tokens;  // admissions only
-  std::uint64_t cache_salt = 0;
-  std::optional<request_id> fork_from;
-  int fork_tokens = 0;
-};
-struct allocate_step {
+// One engine step is one exchange: the scheduler lends the allocator its queues with the executed
+// step's result; the allocator runs apply_step_result and schedule_step (pagedserve/schedule_step.hpp)
+// over them and the block_manager it owns, and hands the queues back with the next step's plan.
+struct schedule_next_step {
   step_id step;
-  std::vector<kv_need> needs;  // plan order
-};
-struct free_sequences {
-  std::vector<request_id> ids;
-};
-// Full blocks whose K/V the last step computed, to enter the prefix cache (sent before any free).
-struct commit_blocks {
-  struct full_blocks {
-    request_id id;
-    int first_block = 0;
-    std::vector<token_id> tokens;  // a multiple of block_size
+  std::unique_ptr<scheduler_state> state;  // lent for the exchange, returned in step_scheduled
+  struct executed {
+    std::vector<token_id> sampled;  // one per sampling chunk of the step in state->scheduled
+    double compute_seconds = 0;
   };
-  std::vector<full_blocks> sequences;
+  std::optional<executed> previous;  // the step just executed, if any: applied before planning
 };
 struct report_kv_status {
   std::function<void(kv_pool_status)> reply;
 };
-using kv_allocator_mailbox = std::variant<allocate_step, free_sequences, commit_blocks, report_kv_status>;
+using kv_allocator_mailbox = std::variant<schedule_next_step, report_kv_status>;
 
 // ---- ExecutorActor mailbox (sent by the scheduler) ----
 struct sequence_started {

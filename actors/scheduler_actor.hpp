@@ -1,17 +1,22 @@
 #pragma once
-// SchedulerActor: drives scheduler_policy one engine step at a time. A step goes
-//   plan -> allocate_step (KvAllocator) -> step_allocated -> execute_step (Executor) -> step_executed
-// and its results go out to the request actors; then the next step is planned.
+// SchedulerActor: the message shell around one engine step. It owns the scheduler's queues
+// (scheduler_state) and everything request-facing (reply addresses, errors, sample groups, what the
+// executor knows); the step's logic is schedule_step / apply_step_result (pagedserve/schedule_step.hpp),
+// which the KvAllocatorActor runs over the queues lent to it and its block manager. A step goes
+//   schedule_next_step (to KvAllocator, with the queues and the last step's samples)
+//   -> step_scheduled (queues back, updates, plan) -> execute_step (Executor) -> step_executed
+// and the updates go out to the request actors; then the next exchange starts.
 //
-// Mailbox: submit_request, finish_request (request actors); finish_all (shutdown); step_allocated
+// Mailbox: submit_request, finish_request (request actors); finish_all (shutdown); step_scheduled
 //          (KvAllocator); step_executed (Executor); report_scheduler_status (network edge).
+// While the queues are lent (one exchange), messages that need them wait, in arrival order, and are
+// handled when the queues come back.
 // A request ended with an error (finish_request with one, or finish_all) gets request_failed instead
 // of request_finished; after finish_all every submit_request is refused with its error.
 // Replies request_rejected at once when the waiting queue is full. Samples of one prompt (n > 1) are
 // tied to the first of them to arrive, whose prompt blocks they fork once it has computed them.
-// Replies: tokens_generated / request_finished to each request's reply_to; free_sequences to the
-//          allocator when sequences finish or are preempted (only between steps, never while the
-//          executor may still write their blocks).
+// Replies: tokens_generated / request_finished to each request's reply_to, always after the exchange
+//          that freed the finished sequences' blocks (so /health after `done` sees them free).
 #include <spdlog/logger.h>
 
 #include <random>
@@ -20,13 +25,13 @@
 
 #include "actors/messages.hpp"
 #include "pagedserve/metrics.hpp"
-#include "pagedserve/scheduler_policy.hpp"
+#include "pagedserve/scheduler_state.hpp"
 
 namespace pagedserve {
 
 class scheduler_actor : public actor<scheduler_actor, scheduler_mailbox> {
  public:
-  scheduler_actor(const boost::asio::any_io_executor& ex, scheduler_limits limits, int block_size);
+  scheduler_actor(const boost::asio::any_io_executor& ex, scheduler_limits limits);
   void connect(mailbox_ref<kv_allocator_mailbox>& kv, mailbox_ref<executor_mailbox>& executor,
                serving_metrics* metrics = nullptr) {
     kv_ = &kv;
@@ -37,28 +42,35 @@ class scheduler_actor : public actor<scheduler_actor, scheduler_mailbox> {
   void on(submit_request m);
   void on(finish_request m);
   void on(finish_all m);
-  void on(step_allocated m);
+  void on(step_scheduled m);
   void on(step_executed m);
   void on(report_scheduler_status m);
 
  private:
-  // follows_step: called as the previous step ended (the executor waits for this one).
-  void start_step_if_idle(bool follows_step = false);
-  void request_allocation();
-  void commit_computed_blocks();
-  void deliver(std::vector<sequence_update>& updates, std::vector<std::vector<token_logprobs>> logprobs);
-  std::shared_ptr<step_batch> build_batch(const std::vector<std::vector<std::int32_t>>& tables) const;
+  // Starts an exchange unless one is under way or a step is executing.
+  void start_step_if_idle();
+  void send_schedule(std::optional<schedule_next_step::executed> previous, bool follows_step);
+  void execute(const step_plan& plan);
+  void deliver(std::vector<sequence_update>& updates, std::vector<std::optional<token_logprobs>> logprobs);
+  // Keeps a message that needs the queues while they are lent; true if it was kept.
+  template <class Message>
+  bool defer_while_lent(Message& m) {
+    if (state_) return false;
+    deferred_.emplace_back(std::move(m));
+    return true;
+  }
 
-  scheduler_policy policy_;
-  int block_size_;
+  std::unique_ptr<scheduler_state> state_;  // null while lent to the allocator
   mailbox_ref<kv_allocator_mailbox>* kv_ = nullptr;
   mailbox_ref<executor_mailbox>* executor_ = nullptr;
   serving_metrics* metrics_ = nullptr;  // queue time (null in tests that need no metrics)
 
-  bool step_in_flight_ = false;
-  bool step_follows_ = false;  // the step in flight was planned the moment the previous one ended
-  step_id step_{0};
-  std::vector<step_chunk> plan_;  // the step in flight
+  bool executing_ = false;     // a step is at the executor
+  bool step_follows_ = false;  // the exchange under way started the moment the previous step ended
+  step_id step_{0};            // of the latest exchange (and the step it planned)
+  std::uint64_t n_steps_ = 0;  // steps sent to the executor
+  std::vector<scheduler_mailbox> deferred_;  // arrived while the queues were lent
+  std::vector<std::optional<token_logprobs>> executed_logprobs_;  // of the executed step, until delivered
   std::unordered_map<request_id, std::shared_ptr<mailbox_ref<request_mailbox>>> reply_to_;
   std::unordered_map<request_id, std::chrono::steady_clock::time_point> never_scheduled_;  // arrival times
   std::unordered_set<request_id> known_to_executor_;

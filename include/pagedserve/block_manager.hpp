@@ -1,6 +1,7 @@
 #pragma once
 // Ownership of KV blocks: reference counts, each sequence's block table, and the prefix cache.
-// Pure bookkeeping (no Asio, no floats): the KV-allocator actor owns one and is its only caller.
+// Pure bookkeeping (no Asio, no floats): the KV-allocator actor owns one, and schedule_step is its
+// only caller in serving.
 //
 // Prefix cache: once a full block's K/V are computed its hash (the block's tokens chained with its
 // parent block's hash and the request's salt) maps to it, and a later prompt with the same prefix

@@ -13,21 +13,9 @@
 #include "pagedserve/kv_cache.hpp"
 #include "pagedserve/model.hpp"
 #include "pagedserve/moe.hpp"
+#include "pagedserve/step_batch.hpp"
 
 namespace pagedserve {
-
-// The step's input, built by the scheduler from its plan and the allocator's block tables.
-struct step_batch {
-  std::vector<token_id> tokens;               // [n_tokens] input ids
-  std::vector<std::int32_t> positions;        // [n_tokens] position of each token in its sequence
-  std::vector<std::int32_t> seq_of_token;     // [n_tokens] index into the sequences below
-  std::vector<std::int32_t> slots;            // [n_tokens] KV slot = block * block_size + offset
-  std::vector<std::int32_t> block_tables;     // every sequence's block ids, concatenated
-  std::vector<std::int32_t> seq_block_offset; // [n_seqs] where each sequence's table starts
-  std::vector<std::int32_t> logits_rows;      // tokens whose next-token logits are wanted, in order
-
-  int n_tokens() const { return static_cast<int>(tokens.size()); }
-};
 
 // Scratch buffers for one forward pass, sized once for the largest step, so forward() allocates nothing.
 class forward_pass {

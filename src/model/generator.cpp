@@ -32,19 +32,10 @@ generation generate_sequence(const model& m, const tokenizer& tok, const kernels
   while (true) {
     const int n = std::min(chunk, static_cast<int>(tokens.size()) - n_computed);
     ps_check(blocks.ensure_capacity(seq, n_computed + n), "generate_sequence: KV pool too small");
-    const auto& table = blocks.table(seq);
+    const bool samples = n_computed + n == static_cast<int>(tokens.size());
     step_batch b;
-    b.seq_block_offset = {0};
-    for (block_id id : table) b.block_tables.push_back(id.value);
-    for (int p = n_computed; p < n_computed + n; ++p) {
-      b.tokens.push_back(tokens[p]);
-      b.positions.push_back(p);
-      b.seq_of_token.push_back(0);
-      b.slots.push_back(table[p / block_size].value * block_size + p % block_size);
-    }
+    b.add_chunk(tokens, n_computed, n, blocks.table(seq), block_size, samples);
     n_computed += n;
-    const bool samples = n_computed == static_cast<int>(tokens.size());
-    if (samples) b.logits_rows.push_back(n - 1);
     float* logits = forward.run(b, cache);
     if (!samples) continue;
 

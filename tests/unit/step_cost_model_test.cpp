@@ -1,7 +1,8 @@
 // The learnt step cost and the prefill allowance it gives the scheduler.
 #include <gtest/gtest.h>
 
-#include "pagedserve/scheduler_policy.hpp"
+#include "pagedserve/schedule_step.hpp"
+#include "pagedserve/step_budget.hpp"
 #include "pagedserve/step_cost_model.hpp"
 
 #include <cmath>
@@ -72,22 +73,22 @@ sequence waiting_seq(std::uint64_t id, int n_prompt) {
 }
 
 // 10 ms per step plus 1 ms per token (no attention cost in these limits).
-void feed(scheduler_policy& p) {
+void feed(step_cost_model& cost) {
   for (int i = 0; i < 20; ++i) {
     const int n = 1 + i * 7;
-    p.on_step_timed({step_chunk{request_id{1}, 0, n, true, false, std::nullopt}}, 0.010 + 0.001 * n);
+    observe_step_time(cost, {step_chunk{request_id{1}, 0, n, true, false, std::nullopt}}, 0.010 + 0.001 * n);
   }
 }
 
 TEST(scheduler_slowdown_bound, prefill_work_is_bounded_so_a_step_with_decodes_takes_at_most_twice_as_long) {
-  scheduler_policy p({64, 512, 4096, 1024, 2.0, 16});
-  feed(p);
+  const scheduler_limits bounded{64, 512, 4096, 1024, 2.0, 16};
+  step_cost_model cost;
+  feed(cost);
   // 16 decodes alone: 26 ms; twice that leaves 26 tokens of prefill.
-  EXPECT_NEAR(p.prefill_work_allowance(16, true), 26.0, 1e-6);
-  EXPECT_TRUE(std::isinf(p.prefill_work_allowance(0, false))) << "no decode to protect: only the token budget";
-  scheduler_policy unbounded({64, 512, 4096, 1024, 0.0, 16});
-  feed(unbounded);
-  EXPECT_TRUE(std::isinf(unbounded.prefill_work_allowance(16, true)));
+  EXPECT_NEAR(prefill_work_allowance(bounded, cost, 16, true), 26.0, 1e-6);
+  EXPECT_TRUE(std::isinf(prefill_work_allowance(bounded, cost, 0, false))) << "no decode to protect: only the token budget";
+  const scheduler_limits unbounded{64, 512, 4096, 1024, 0.0, 16};
+  EXPECT_TRUE(std::isinf(prefill_work_allowance(unbounded, cost, 16, true)));
 }
 
 // The scheduler's loop on a machine where a chunk costs more than linearly (as a chunk's attention
@@ -95,7 +96,8 @@ TEST(scheduler_slowdown_bound, prefill_work_is_bounded_so_a_step_with_decodes_ta
 // 16 decodes, mostly with a long prompt's chunk sized by the allowance. The line fitted through
 // both kinds of step still holds the bound: steps with a chunk settle at 2x the decodes alone.
 TEST(scheduler_slowdown_bound, holds_when_chunks_cost_more_than_linearly) {
-  scheduler_policy p({64, 512, 4096, 1024, 2.0, 16});
+  const scheduler_limits limits{64, 512, 4096, 1024, 2.0, 16};
+  step_cost_model cost;
   auto seconds = [](int prefill) { return 0.010 + 0.001 * 16 + 0.001 * prefill + 0.000002 * prefill * prefill; };
   auto plan = [](int prefill) {
     std::vector<step_chunk> plan;
@@ -105,16 +107,16 @@ TEST(scheduler_slowdown_bound, holds_when_chunks_cost_more_than_linearly) {
   };
   for (int i = 0; i < 40; ++i) {  // short prompts of varied size beside the decodes
     const int prefill = i % 2 ? 0 : 4 + (i * 13) % 60;
-    p.on_step_timed(plan(prefill), seconds(prefill));
+    observe_step_time(cost, plan(prefill), seconds(prefill));
   }
   double ratio = 0;
   for (int i = 0; i < 300; ++i) {
     int prefill = 0;
     if (i % 4) {
-      const double allowance = p.prefill_work_allowance(p.step_work(plan(0)), true);
-      while (p.chunk_work(0, prefill + 1) <= allowance) ++prefill;
+      const double allowance = prefill_work_allowance(limits, cost, step_work(cost, plan(0)), true);
+      while (chunk_work(cost, 0, prefill + 1) <= allowance) ++prefill;
     }
-    p.on_step_timed(plan(prefill), seconds(prefill));
+    observe_step_time(cost, plan(prefill), seconds(prefill));
     if (prefill > 0) ratio = seconds(prefill) / seconds(0);
   }
   EXPECT_LE(ratio, 2.0 * 1.02);
@@ -127,11 +129,11 @@ TEST(scheduler_slowdown_bound, holds_when_chunks_cost_more_than_linearly) {
 // the prior, chunks there took 4x the decode-only step).
 TEST(scheduler_slowdown_bound, holds_deep_in_a_long_prompt_when_attention_costs_more_than_the_prior) {
   const double prior = 0.0002, true_ratio = 0.001;
-  scheduler_policy p({64, 512, 4096, 1024, 2.0, 16, prior});
+  const scheduler_limits limits{64, 512, 4096, 1024, 2.0, 16, prior};
+  step_cost_model cost(prior);
   auto seconds = [&](const std::vector<step_chunk>& plan) {
     double t = 0.030;  // streaming the weights: most of a decode-only step, as measured
-    for (const step_chunk& c : plan)
-      t += 0.001 * (c.n_tokens + true_ratio * scheduler_policy::attended_positions(c.first, c.n_tokens));
+    for (const step_chunk& c : plan) t += 0.001 * (c.n_tokens + true_ratio * attended_positions(c.first, c.n_tokens));
     return t;
   };
   std::vector<step_chunk> decodes;
@@ -140,43 +142,48 @@ TEST(scheduler_slowdown_bound, holds_deep_in_a_long_prompt_when_attention_costs_
     std::vector<step_chunk> plan = decodes;
     for (step_chunk& c : plan) c.first = 300 + i;
     if (i % 2) plan.push_back({request_id{99}, (i * 53) % 300, 8 + (i * 13) % 60, false, false, std::nullopt});
-    p.on_step_timed(plan, seconds(plan));
+    observe_step_time(cost, plan, seconds(plan));
   }
   double worst = 0;
   for (int first = 0; first < 2000;) {
     std::vector<step_chunk> plan = decodes;
     const double decode_seconds = seconds(plan);
-    double allowance = p.prefill_work_allowance(p.step_work(plan), true);
+    double allowance = prefill_work_allowance(limits, cost, step_work(cost, plan), true);
     int n = 0;
-    while (n < 512 && p.chunk_work(first, n + 1) <= allowance) ++n;
+    while (n < 512 && chunk_work(cost, first, n + 1) <= allowance) ++n;
     n = std::max(n, 16);
     plan.push_back({request_id{99}, first, n, false, false, std::nullopt});
     worst = std::max(worst, seconds(plan) / decode_seconds);
-    p.on_step_timed(plan, seconds(plan));
-    p.on_step_timed(decodes, decode_seconds);
+    observe_step_time(cost, plan, seconds(plan));
+    observe_step_time(cost, decodes, decode_seconds);
     first += n;
   }
   EXPECT_LE(worst, 2.0 * 1.05);
-  EXPECT_NEAR(p.cost_model().attention_ratio(), true_ratio, 1e-6);
+  EXPECT_NEAR(cost.attention_ratio(), true_ratio, 1e-6);
 }
 
 TEST(scheduler_slowdown_bound, attention_counts_the_positions_each_token_attends_over) {
-  scheduler_policy p({64, 512, 4096, 1024, 2.0, 16, 0.01});
-  EXPECT_DOUBLE_EQ(p.chunk_work(0, 1), 1 + 0.01 * 1);
-  EXPECT_DOUBLE_EQ(p.chunk_work(100, 10), 10 + 0.01 * (101 + 102 + 103 + 104 + 105 + 106 + 107 + 108 + 109 + 110));
+  const step_cost_model cost(0.01);
+  EXPECT_DOUBLE_EQ(chunk_work(cost, 0, 1), 1 + 0.01 * 1);
+  EXPECT_DOUBLE_EQ(chunk_work(cost, 100, 10), 10 + 0.01 * (101 + 102 + 103 + 104 + 105 + 106 + 107 + 108 + 109 + 110));
 }
 
+// The whole step: scheduler_state and a block manager large enough never to refuse.
+struct big_pool_step {
+  explicit big_pool_step(scheduler_limits limits) : state(limits) {}
+  scheduler_state state;
+  block_manager blocks{1024, 16, false};
+};
+
 TEST(scheduler_slowdown_bound, a_long_prompt_arriving_beside_16_decodes_is_chunked_to_the_allowance) {
-  scheduler_policy p({64, 512, 4096, 1024, 2.0, 16});
-  for (std::uint64_t i = 0; i < 16; ++i) p.add(waiting_seq(i, 4));
-  std::vector<sequence_update> finished;
-  auto first = p.plan_step(finished);  // 16 short prompts, no decodes yet: not bounded
-  ASSERT_EQ(first.size(), 16u);
-  std::vector<token_id> sampled(16, 9);
-  p.on_step_executed(first, sampled);
-  feed(p);
-  p.add(waiting_seq(100, 2000));
-  auto step = p.plan_step(finished);
+  big_pool_step p({64, 512, 4096, 1024, 2.0, 16});
+  for (std::uint64_t i = 0; i < 16; ++i) p.state.add(waiting_seq(i, 4));
+  auto first = schedule_step(p.state, p.blocks);  // 16 short prompts, no decodes yet: not bounded
+  ASSERT_EQ(first.chunks.size(), 16u);
+  apply_step_result(p.state, p.blocks, std::vector<token_id>(16, 9), 0);
+  feed(p.state.cost);
+  p.state.add(waiting_seq(100, 2000));
+  const auto step = schedule_step(p.state, p.blocks).chunks;
   ASSERT_EQ(step.size(), 17u);
   int decode_tokens = 0;
   for (std::size_t i = 0; i < 16; ++i) decode_tokens += step[i].n_tokens;
@@ -186,21 +193,20 @@ TEST(scheduler_slowdown_bound, a_long_prompt_arriving_beside_16_decodes_is_chunk
 }
 
 TEST(scheduler_slowdown_bound, deep_in_a_long_prompt_chunks_shrink_as_attention_grows_and_never_below_the_floor) {
-  scheduler_policy p({64, 512, 8192, 1024, 5.0, 16, 0.001});  // 44 units of prefill a step
-  p.add(waiting_seq(1, 2));
-  std::vector<sequence_update> finished;
-  auto first = p.plan_step(finished);
-  p.on_step_executed(first, {9});  // one decoding stream
-  feed(p);
-  p.add(waiting_seq(2, 6000));
+  big_pool_step p({64, 512, 8192, 1024, 5.0, 16, 0.001});  // 44 units of prefill a step
+  p.state.add(waiting_seq(1, 2));
+  schedule_step(p.state, p.blocks);
+  apply_step_result(p.state, p.blocks, {9}, 0);  // one decoding stream
+  feed(p.state.cost);
+  p.state.add(waiting_seq(2, 6000));
   std::vector<int> chunks;
-  for (int step = 0; step < 400 && p.find(request_id{2})->n_computed < 6000; ++step) {
-    auto plan = p.plan_step(finished);
+  for (int step = 0; step < 400 && p.state.find(request_id{2})->n_computed < 6000; ++step) {
+    const auto plan = schedule_step(p.state, p.blocks).chunks;
     ASSERT_EQ(plan.size(), 2u);
     chunks.push_back(plan[1].n_tokens);
     std::vector<token_id> sampled = {9};
     if (plan[1].samples) sampled.push_back(9);
-    p.on_step_executed(plan, sampled);
+    apply_step_result(p.state, p.blocks, sampled, 0);
   }
   ASSERT_GT(chunks.size(), 3u);
   EXPECT_GT(chunks.front(), chunks[chunks.size() - 2]) << "later chunks attend over more positions";

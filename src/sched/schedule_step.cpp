@@ -1,0 +1,214 @@
+#include "pagedserve/schedule_step.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <unordered_map>
+
+#include "pagedserve/check.hpp"
+#include "pagedserve/step_budget.hpp"
+
+namespace pagedserve {
+namespace {
+
+void free_blocks(block_manager& blocks, request_id id, blocks_freed& freed) {
+  if (auto fault = blocks.free_sequence(id)) [[unlikely]]
+    freed.faults.push_back(std::move(*fault));
+  freed.ids.push_back(id);
+}
+
+sequence& running_sequence(scheduler_state& state, request_id id) {
+  auto it = std::ranges::find(state.running, id, &sequence::id);
+  ps_check(it != state.running.end(), "scheduler: a scheduled sequence is not running");
+  return *it;
+}
+
+// Step boundary: the sequences asked to finish end now, running or waiting.
+void end_pending_finishes(scheduler_state& state, block_manager& blocks, step_plan& plan) {
+  for (const auto& [id, reason] : state.pending_finish) {
+    auto end = [&](auto& queue) {
+      auto it = std::ranges::find(queue, id, &sequence::id);
+      if (it == queue.end()) return false;
+      plan.finished.push_back({id, {}, reason, {it->n_prompt, it->n_generated()}});
+      queue.erase(it);
+      return true;
+    };
+    if (end(state.running)) free_blocks(blocks, id, plan.freed);
+    else end(state.waiting);  // a waiting sequence holds no blocks
+  }
+  state.pending_finish.clear();
+}
+
+// The newest running sequence gives way: its chunk leaves the plan, copies into its blocks are void
+// (the blocks may go to another sequence), its blocks are freed, and it waits at the front of the
+// queue to be recomputed from its tokens (prompt and generated).
+void preempt_newest(scheduler_state& state, block_manager& blocks, step_plan& plan) {
+  sequence victim = std::move(state.running.back());
+  state.running.pop_back();
+  std::erase_if(plan.chunks, [&](const step_chunk& c) { return c.id == victim.id; });
+  for (block_id b : blocks.table(victim.id))
+    std::erase_if(plan.block_copies, [&](const block_manager::block_copy& c) { return c.to == b; });
+  free_blocks(blocks, victim.id, plan.freed);
+  plan.preempted.push_back(victim.id);
+  victim.n_computed = 0;
+  state.waiting.push_front(std::move(victim));
+  ++state.n_preemptions;
+}
+
+// Gives running[i] the blocks to hold `end` tokens (copying shared blocks it writes), preempting the
+// newest running sequences until it has them. False when it was the newest itself and gave way.
+bool allocate_running(scheduler_state& state, block_manager& blocks, step_plan& plan, std::size_t i, int end) {
+  const request_id id = state.running[i].id;
+  const int first_write = state.running[i].n_computed;
+  while (!blocks.ensure_capacity(id, end, first_write, plan.block_copies)) {
+    const bool newest = i + 1 == state.running.size();
+    preempt_newest(state, blocks, plan);
+    if (newest) return false;
+  }
+  return true;
+}
+
+// How waiting sequence s may be admitted now: nullopt = hold it back; else the fork source, if any.
+// A sample (fork_of) waits while the sample it forks is waiting or still computing the prompt, and
+// forks it once it has; a sample whose source is gone, or has another prompt, computes its own.
+std::optional<std::optional<request_id>> admission_of(const scheduler_state& state, const sequence& s) {
+  if (!s.fork_of) return std::optional<request_id>{};
+  auto found = std::ranges::find(state.running, *s.fork_of, &sequence::id);
+  const sequence* source = found == state.running.end() ? nullptr : &*found;
+  const bool prompt_ready = source && source->n_computed >= source->n_prompt;
+  if (source && !prompt_ready) return std::nullopt;
+  if (!source && std::ranges::any_of(state.waiting, [&](const sequence& o) { return o.id == *s.fork_of; }))
+    return std::nullopt;
+  const bool same_prompt = prompt_ready && source->n_prompt == s.n_prompt && s.n_computed == 0 &&
+                           static_cast<int>(s.tokens.size()) == s.n_prompt &&
+                           std::equal(s.tokens.begin(), s.tokens.end(), source->tokens.begin());
+  if (same_prompt) return std::optional<request_id>{*s.fork_of};
+  return std::optional<request_id>{};
+}
+
+struct next_admission {
+  std::size_t index;  // into waiting
+  std::optional<request_id> fork_from;
+};
+// The first waiting sequence, in queue order, of those whose client has the fewest sequences
+// running, that may be admitted now.
+std::optional<next_admission> pick_admission(const scheduler_state& state,
+                                             const std::unordered_map<std::uint64_t, int>& n_running_of) {
+  std::optional<next_admission> pick;
+  int fewest = std::numeric_limits<int>::max();
+  for (std::size_t w = 0; w < state.waiting.size() && fewest > 0; ++w) {
+    const auto it = n_running_of.find(state.waiting[w].client);
+    const int n = it == n_running_of.end() ? 0 : it->second;
+    if (n >= fewest) continue;  // an earlier one's client runs no more than this one's
+    const auto admission = admission_of(state, state.waiting[w]);
+    if (!admission) continue;
+    pick = next_admission{w, *admission};
+    fewest = n;
+  }
+  return pick;
+}
+
+}  // namespace
+
+step_plan schedule_step(scheduler_state& state, block_manager& blocks) {
+  ps_check(state.scheduled.empty(), "schedule_step: the previous step's result was not applied");
+  step_plan plan;
+  end_pending_finishes(state, blocks, plan);
+  step_budget budget(state.limits, state.cost);
+
+  // 1. Decodes: every running sequence one token from sampling, oldest first.
+  for (std::size_t i = 0; i < state.running.size(); ++i) {
+    const int first = state.running[i].n_computed;
+    if (static_cast<int>(state.running[i].tokens.size()) - first != 1) continue;
+    if (!budget.take_decode(first)) break;
+    if (!allocate_running(state, blocks, plan, i, first + 1)) break;
+    plan.chunks.push_back({state.running[i].id, first, 1, true, false, std::nullopt});
+  }
+
+  // 2. Prefill chunks of running sequences, within what the decodes leave of the step.
+  budget.start_prefill();
+  for (std::size_t i = 0; i < state.running.size() && budget.can_prefill(); ++i) {
+    const int first = state.running[i].n_computed;
+    const int remaining = static_cast<int>(state.running[i].tokens.size()) - first;
+    if (remaining <= 1) continue;
+    const int n = budget.take_prefill(first, remaining);
+    if (n == 0) continue;
+    if (!allocate_running(state, blocks, plan, i, first + n)) break;
+    plan.chunks.push_back({state.running[i].id, first, n, n == remaining, false, std::nullopt});
+  }
+
+  // 3. Admissions, taking turns across clients, while the step and the sequence cap have room. The
+  // chunk starts after the blocks found in the prefix cache, or, for a sample of a prompt another
+  // sample computed, after that sample's prompt blocks (shared; the last token is recomputed for its
+  // own logits). An admission that gets no blocks waits where it is, and so do those behind it.
+  // None in a step that preempted: the pool is short, and a preempted sequence readmitted at once
+  // (its freed blocks are free again) would only thrash.
+  std::unordered_map<std::uint64_t, int> n_running_of;
+  for (const sequence& s : state.running) ++n_running_of[s.client];
+  while (plan.preempted.empty() && budget.can_prefill() && state.n_running() < state.limits.max_num_seqs) {
+    const auto next = pick_admission(state, n_running_of);
+    if (!next) break;
+    sequence& s = state.waiting[next->index];
+    const int first = next->fork_from ? s.n_prompt - 1 : blocks.match_prefix(s.id, s.tokens, s.cache_salt);
+    const int remaining = static_cast<int>(s.tokens.size()) - first;
+    const int n = budget.take_prefill(first, remaining);
+    if (n > 0 && next->fork_from) blocks.fork(*next->fork_from, s.id, s.n_prompt, first);
+    if (n == 0 || !blocks.ensure_capacity(s.id, first + n, first, plan.block_copies)) {
+      if (auto fault = blocks.free_sequence(s.id)) [[unlikely]]
+        plan.freed.faults.push_back(std::move(*fault));
+      break;
+    }
+    sequence admitted = std::move(s);
+    state.waiting.erase(state.waiting.begin() + static_cast<std::ptrdiff_t>(next->index));
+    admitted.arrival = state.next_arrival++;
+    admitted.n_computed = first;
+    admitted.fork_of.reset();  // admitted once; after a preemption it is recomputed like any sequence
+    ++n_running_of[admitted.client];
+    plan.chunks.push_back({admitted.id, first, n, n == remaining, true, next->fork_from});
+    state.running.push_back(std::move(admitted));
+  }
+
+  // 4. The batch, from the final block tables (copy-on-write replaced shared blocks in them).
+  for (const step_chunk& c : plan.chunks)
+    plan.batch.add_chunk(running_sequence(state, c.id).tokens, c.first, c.n_tokens, blocks.table(c.id),
+                         blocks.block_size(), c.samples);
+  state.scheduled = plan.chunks;
+  return plan;
+}
+
+step_result apply_step_result(scheduler_state& state, block_manager& blocks, const std::vector<token_id>& sampled,
+                              double seconds) {
+  observe_step_time(state.cost, state.scheduled, seconds);
+  step_result result;
+  const int block_size = blocks.block_size();
+  std::size_t next_sample = 0;
+  for (const step_chunk& c : state.scheduled) {
+    sequence& s = running_sequence(state, c.id);
+    // Blocks the step filled become reusable prefix-cache entries.
+    const int first_block = c.first / block_size, end_block = (c.first + c.n_tokens) / block_size;
+    if (end_block > first_block)
+      blocks.commit_full_blocks(s.id, first_block,
+                                std::span(s.tokens).subspan(first_block * block_size, (end_block - first_block) * block_size));
+    s.n_computed = c.first + c.n_tokens;
+    if (!c.samples) continue;
+    ps_check(next_sample < sampled.size(), "step result has fewer samples than the plan");
+    const token_id t = sampled[next_sample++];
+    s.tokens.push_back(t);
+    sequence_update u{c.id, {t}, std::nullopt, {}};
+    if (!s.params->ignore_eos && std::ranges::find(s.stop_ids, t) != s.stop_ids.end())
+      u.finished = finish_reason::stop;
+    else if (s.n_generated() >= s.params->max_tokens || static_cast<int>(s.tokens.size()) > state.limits.context_len)
+      u.finished = finish_reason::length;
+    u.used = {s.n_prompt, s.n_generated()};
+    result.updates.push_back(std::move(u));
+  }
+  ps_check(next_sample == sampled.size(), "step result has more samples than the plan");
+  state.scheduled.clear();
+  for (const sequence_update& u : result.updates) {
+    if (!u.finished) continue;
+    free_blocks(blocks, u.id, result.freed);
+    std::erase_if(state.running, [&](const sequence& s) { return s.id == u.id; });
+  }
+  return result;
+}
+
+}  // namespace pagedserve
