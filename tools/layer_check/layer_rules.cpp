@@ -145,14 +145,13 @@ void note_layer_cycles(const layer_table& table, const include_graph& graph, che
     grew = false;
     for (auto& [from, tos] : reach)
       for (const auto& mid : std::set<std::string>(tos))
-        for (const auto& to : reach[mid]) grew |= tos.insert(to).second;
+        if (auto further = reach.find(mid); further != reach.end())
+          for (const auto& to : further->second) grew |= tos.insert(to).second;
   }
-  for (const auto& l : table.layers) {
-    const layer* from = &l;
-    for (const auto& [to, site] : edge[from->name])
-      if (!from->uses.contains(to) && reach[to].contains(from->name))
-        report.notes.push_back("layer cycle " + from->name + " -> " + to + " -> ... -> " + from->name + ", closed by " + site);
-  }
+  for (const auto& from : table.layers)
+    for (const auto& [to, site] : edge[from.name])
+      if (!from.uses.contains(to) && reach[to].contains(from.name))
+        report.notes.push_back("layer cycle " + from.name + " -> " + to + " -> ... -> " + from.name + ", closed by " + site);
 }
 
 }  // namespace
@@ -165,9 +164,11 @@ check_report layer_rules_check(const layer_table& table, const include_graph& gr
   for (const auto& [path, file] : table.files)
     if (const layer* l = table.find(file.layer)) reach.run(path, *l);
   check_file_cycles(graph, report);
-  for (const auto& a : table.allowed)
-    report.notes.push_back((allow_used.contains(a) ? "allowed for now: layer '" : "no longer needed: allow layer '") +
-                           a.first + "' to include " + a.second);
+  for (const auto& [layer, header] : table.allowed) {
+    const std::string entry = "allow " + layer + " " + header;
+    if (allow_used.contains({layer, header})) report.notes.push_back("still needed: " + entry);
+    else report.stale.push_back(entry + ": no file needs it any more");
+  }
   note_layer_cycles(table, graph, report);
   return report;
 }

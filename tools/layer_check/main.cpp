@@ -1,7 +1,7 @@
 // layer_check: fails the build when a file includes what its layer may not (layer_rules.hpp).
 //   layer_check --root <source dir> --table <table>... [--verbose] [--stamp <file>]
-// Prints each broken rule as "path:line: error: ..." and exits 1; with --verbose also the allowed
-// exceptions still in use and the layer cycles they close. --stamp is touched on success, so the
+// Prints each broken rule as "path:line: error: ..." and exits 1, and warns of allow entries no file
+// needs any more; with --verbose also the allowed exceptions in use and the layer cycles they close. --stamp is touched on success, so the
 // build re-runs the check only when a file or the table changes.
 #include <fstream>
 #include <iostream>
@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   }
   const auto report = layer_check::layer_rules_check(*table, layer_check::include_graph_scan(*table, root));
   for (const auto& e : report.errors) std::cerr << e << "\n";
+  for (const auto& s : report.stale) std::cout << "layer_check: warning: " << s << " (cmake/layer_table.cmake)\n";
   if (verbose)
     for (const auto& n : report.notes) std::cout << "layer_check: note: " << n << "\n";
   if (!report.errors.empty()) {
