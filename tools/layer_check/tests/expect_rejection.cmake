@@ -1,0 +1,18 @@
+# Runs layer_check and passes only when it rejects the tree (exit 1, not a crash or a usage error)
+# with the expected message:
+#   cmake -DCHECK=<layer_check> -DROOT=<dir> -DTABLES=<a;b> -DEXPECT=<substring> -P expect_rejection.cmake
+set(args --root ${ROOT})
+foreach(t ${TABLES})
+  list(APPEND args --table ${t})
+endforeach()
+execute_process(COMMAND ${CHECK} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+if(rc EQUAL 0)
+  message(FATAL_ERROR "layer_check accepted what it should reject:\n${out}")
+elseif(NOT rc EQUAL 1)
+  message(FATAL_ERROR "layer_check failed for another reason (exit ${rc}):\n${out}")
+endif()
+string(FIND "${out}" "${EXPECT}" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "layer_check rejected the tree but did not report\n  ${EXPECT}\nit said:\n${out}")
+endif()
+message(STATUS "rejected as expected:\n${out}")
