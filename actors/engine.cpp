@@ -4,7 +4,7 @@
 
 #include "actors/request_actor.hpp"
 #include "pagedserve/check.hpp"
-#include "pagedserve/kv_cache.hpp"
+#include "kv/kv_cache.hpp"
 
 namespace pagedserve {
 

@@ -11,11 +11,11 @@
 #include "actors/scheduler_actor.hpp"
 #include "pagedserve/config.hpp"
 #include "pagedserve/engine_api.hpp"
-#include "pagedserve/metrics.hpp"
+#include "metrics/metrics.hpp"
 #include "pagedserve/model.hpp"
 #include "pagedserve/sampling.hpp"
-#include "pagedserve/served_model.hpp"
-#include "pagedserve/tokenizer.hpp"
+#include "model/served_model.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace pagedserve {
 

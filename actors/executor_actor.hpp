@@ -18,8 +18,8 @@
 #include <unordered_map>
 
 #include "actors/messages.hpp"
-#include "pagedserve/forward.hpp"
-#include "pagedserve/kv_cache.hpp"
+#include "model/forward.hpp"
+#include "kv/kv_cache.hpp"
 
 namespace pagedserve {
 

@@ -13,7 +13,7 @@
 #include <spdlog/logger.h>
 
 #include "actors/messages.hpp"
-#include "pagedserve/block_manager.hpp"
+#include "kv/block_manager.hpp"
 
 namespace pagedserve {
 

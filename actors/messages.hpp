@@ -13,11 +13,11 @@
 #include "actors/actor.hpp"
 #include "pagedserve/engine_error.hpp"
 #include "pagedserve/engine_status.hpp"
-#include "pagedserve/forward.hpp"
+#include "model/forward.hpp"
 #include "pagedserve/ids.hpp"
 #include "pagedserve/request.hpp"
 #include "pagedserve/sampling.hpp"
-#include "pagedserve/schedule_step.hpp"
+#include "sched/schedule_step.hpp"
 
 namespace pagedserve {
 

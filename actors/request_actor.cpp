@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "actors/logger.hpp"
-#include "pagedserve/chat_prompt.hpp"
+#include "chat/chat_prompt.hpp"
 
 namespace pagedserve {
 

@@ -23,7 +23,7 @@
 #include "actors/messages.hpp"
 #include "pagedserve/engine_api.hpp"
 #include "pagedserve/generate_command.hpp"
-#include "pagedserve/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace pagedserve {
 

@@ -2,7 +2,7 @@
 
 #include "actors/logger.hpp"
 #include "pagedserve/check.hpp"
-#include "pagedserve/step_budget.hpp"
+#include "sched/step_budget.hpp"
 
 namespace pagedserve {
 

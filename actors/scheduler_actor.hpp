@@ -24,8 +24,8 @@
 #include <unordered_set>
 
 #include "actors/messages.hpp"
-#include "pagedserve/metrics.hpp"
-#include "pagedserve/scheduler_state.hpp"
+#include "metrics/metrics.hpp"
+#include "sched/scheduler_state.hpp"
 
 namespace pagedserve {
 

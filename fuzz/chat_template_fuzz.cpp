@@ -7,7 +7,7 @@
 #include <string_view>
 #include <variant>
 
-#include "pagedserve/chat_template.hpp"
+#include "chat/chat_template.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using pagedserve::chat_value;

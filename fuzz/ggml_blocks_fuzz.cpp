@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "pagedserve/ggml_blocks.hpp"
+#include "model/ggml_blocks.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace pagedserve;

@@ -8,8 +8,8 @@
 #include <string_view>
 
 #include "fuzz/tokenizer_exercise.hpp"
-#include "pagedserve/gguf.hpp"
-#include "pagedserve/gguf_model.hpp"
+#include "model/gguf.hpp"
+#include "model/gguf_model.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace pagedserve;

@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "fuzz/tokenizer_exercise.hpp"
-#include "pagedserve/hf_tokenizer.hpp"
+#include "tokenizer/hf_tokenizer.hpp"
 
 namespace {
 

@@ -16,7 +16,7 @@
 #include "net/access_policy.hpp"
 #include "net/request_limits.hpp"
 #include "net/write_queue.hpp"
-#include "pagedserve/openai_response.hpp"
+#include "api/openai_response.hpp"
 
 namespace {
 

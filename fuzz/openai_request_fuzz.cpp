@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "pagedserve/openai_request.hpp"
+#include "api/openai_request.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   namespace oa = pagedserve::openai;

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pagedserve/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace pagedserve::fuzz {
 

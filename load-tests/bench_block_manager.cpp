@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "pagedserve/block_manager.hpp"
+#include "kv/block_manager.hpp"
 
 namespace {
 

@@ -23,7 +23,7 @@
 #include "bench_decoder.hpp"
 #include "membw.hpp"
 #include "pagedserve/model.hpp"
-#include "pagedserve/model_load.hpp"
+#include "model/model_load.hpp"
 
 namespace {
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "pagedserve/forward.hpp"
-#include "pagedserve/kv_cache.hpp"
+#include "model/forward.hpp"
+#include "kv/kv_cache.hpp"
 #include "pagedserve/model.hpp"
 
 namespace pagedserve::bench {

@@ -31,9 +31,9 @@
 
 #include "compute_peak.hpp"
 #include "membw.hpp"
-#include "pagedserve/ggml_blocks.hpp"
+#include "model/ggml_blocks.hpp"
 #include "pagedserve/kernels.hpp"
-#include "pagedserve/quantize.hpp"
+#include "model/quantize.hpp"
 
 namespace {
 

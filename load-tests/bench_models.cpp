@@ -19,9 +19,9 @@
 #include <algorithm>
 #include <string>
 
-#include "pagedserve/forward.hpp"
-#include "pagedserve/hf_model.hpp"
-#include "pagedserve/kv_cache.hpp"
+#include "model/forward.hpp"
+#include "model/hf_model.hpp"
+#include "kv/kv_cache.hpp"
 #include "bench_decoder.hpp"
 
 namespace {

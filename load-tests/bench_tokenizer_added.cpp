@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "pagedserve/hf_tokenizer.hpp"
+#include "tokenizer/hf_tokenizer.hpp"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "membw.hpp"
-#include "pagedserve/model_load.hpp"
+#include "model/model_load.hpp"
 #include "tools_cli.hpp"
 
 int main(int argc, char** argv) {

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pagedserve/gguf_random_model.hpp"
+#include "model/gguf_random_model.hpp"
 #include "pagedserve/model.hpp"
 #include "tools_cli.hpp"
 

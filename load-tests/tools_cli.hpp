@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "pagedserve/gguf_recipe.hpp"
+#include "model/gguf_recipe.hpp"
 #include "pagedserve/model.hpp"
 #include "src/cli_app.hpp"
 

@@ -5,9 +5,9 @@
 #include <sstream>
 #include <string>
 
-#include "pagedserve/chat_template.hpp"
-#include "pagedserve/hf_model.hpp"
-#include "pagedserve/hf_tokenizer.hpp"
+#include "chat/chat_template.hpp"
+#include "model/hf_model.hpp"
+#include "tokenizer/hf_tokenizer.hpp"
 
 namespace pagedserve {
 namespace {

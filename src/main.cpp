@@ -23,10 +23,10 @@
 #include "model/load_progress.hpp"
 #include "net/access_policy.hpp"
 #include "net/graceful_shutdown.hpp"
-#include "pagedserve/served_model.hpp"
-#include "pagedserve/generator.hpp"
-#include "pagedserve/kv_cache.hpp"
-#include "pagedserve/server.hpp"
+#include "model/served_model.hpp"
+#include "model/generator.hpp"
+#include "kv/kv_cache.hpp"
+#include "net/server.hpp"
 
 using namespace pagedserve;
 

@@ -14,9 +14,9 @@
 #include "pagedserve/engine_error.hpp"
 #include "pagedserve/engine_status.hpp"
 #include "pagedserve/generate_command.hpp"
-#include "pagedserve/metrics.hpp"
+#include "metrics/metrics.hpp"
 #include "pagedserve/sampling.hpp"
-#include "pagedserve/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace pagedserve {
 

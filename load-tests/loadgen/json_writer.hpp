@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pagedserve/json_writer.hpp"
+#include "api/json_writer.hpp"
 
 namespace pagedserve::loadgen {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "loadgen/options.hpp"
-#include "pagedserve/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace pagedserve::loadgen {
 

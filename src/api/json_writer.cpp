@@ -1,4 +1,4 @@
-#include "pagedserve/json_writer.hpp"
+#include "api/json_writer.hpp"
 
 #include <charconv>
 #include <cmath>

@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "api/request_fields.hpp"
-#include "pagedserve/openai_request.hpp"
+#include "api/openai_request.hpp"
 
 namespace pagedserve::openai::detail {
 

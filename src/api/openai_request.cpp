@@ -1,6 +1,6 @@
 // Parses and validates OpenAI request bodies. A JSON null counts as an absent argument (the
 // official SDKs send null for "not given"); any other value must have the documented type and range.
-#include "pagedserve/openai_request.hpp"
+#include "api/openai_request.hpp"
 
 #include <unordered_map>
 

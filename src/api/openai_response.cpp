@@ -1,11 +1,11 @@
 // Encodes OpenAI responses by hand: their shapes are fixed and small, and the text is already
 // UTF-8 (the incremental detokenizer guarantees it; token pieces go through utf8_sanitize).
-#include "pagedserve/openai_response.hpp"
+#include "api/openai_response.hpp"
 
 #include <cmath>
 #include <random>
 
-#include "pagedserve/json_writer.hpp"
+#include "api/json_writer.hpp"
 #include "pagedserve/utf8.hpp"  // utf8_sanitize: token pieces may be partial characters
 
 namespace pagedserve::openai {

@@ -1,6 +1,6 @@
 // Parses and validates client frames with simdjson's DOM API; encodes server frames by hand
 // (they are small and fixed in shape).
-#include "pagedserve/ws_protocol.hpp"
+#include "api/ws_protocol.hpp"
 
 #include <simdjson.h>
 

@@ -2,7 +2,7 @@
 // wrapped in guard bytes (0xFF, which valid UTF-8 never holds, and contents are validated JSON
 // strings) before rendering. The template moves the contents wherever it likes; afterwards the
 // guards are cut out and the byte ranges they enclosed are passed to the tokenizer as literal text.
-#include "pagedserve/chat_prompt.hpp"
+#include "chat/chat_prompt.hpp"
 
 #include <optional>
 

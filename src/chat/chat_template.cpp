@@ -1,6 +1,6 @@
 // The public face of the template interpreter: parse once per model, render per request, and
 // read a model's template and special tokens from tokenizer_config.json the way transformers does.
-#include "pagedserve/chat_template.hpp"
+#include "chat/chat_template.hpp"
 
 #include <simdjson.h>
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "chat/jinja_ast.hpp"
-#include "pagedserve/chat_template.hpp"
+#include "chat/chat_template.hpp"
 
 namespace pagedserve::jinja {
 

@@ -7,7 +7,7 @@
 #include "block_activations.hpp"
 #include "block_formats.hpp"
 #include "block_kernels.hpp"
-#include "pagedserve/ggml_blocks.hpp"
+#include "model/ggml_blocks.hpp"
 #include "pagedserve/kernels.hpp"
 
 namespace pagedserve::kernels {

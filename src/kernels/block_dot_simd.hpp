@@ -12,7 +12,7 @@
 #include "block_dot_k.hpp"
 #include "block_dot_legacy.hpp"
 #include "block_kernels.hpp"
-#include "pagedserve/ggml_blocks.hpp"
+#include "model/ggml_blocks.hpp"
 #include "pagedserve/kernels.hpp"
 
 namespace pagedserve::kernels {

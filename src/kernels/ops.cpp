@@ -13,7 +13,7 @@
 
 #include "block_activations.hpp"
 #include "pagedserve/check.hpp"
-#include "pagedserve/ggml_blocks.hpp"
+#include "model/ggml_blocks.hpp"
 #include "pagedserve/kernels.hpp"
 
 namespace pagedserve::kernels::ops {

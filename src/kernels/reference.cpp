@@ -4,7 +4,7 @@
 #include <limits>
 #include <vector>
 
-#include "pagedserve/ggml_blocks.hpp"
+#include "model/ggml_blocks.hpp"
 #include "pagedserve/kernels.hpp"
 
 namespace pagedserve::kernels::reference {

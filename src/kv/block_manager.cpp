@@ -1,4 +1,4 @@
-#include "pagedserve/block_manager.hpp"
+#include "kv/block_manager.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "pagedserve/kv_cache.hpp"
+#include "kv/kv_cache.hpp"
 
 #include <cstring>
 

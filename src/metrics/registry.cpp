@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "pagedserve/check.hpp"
-#include "pagedserve/metrics.hpp"
+#include "metrics/metrics.hpp"
 
 namespace pagedserve {
 namespace {

@@ -1,5 +1,5 @@
 // The serving metrics, named and meant as vLLM's (V1) under the prefix "pagedserve:".
-#include "pagedserve/metrics.hpp"
+#include "metrics/metrics.hpp"
 
 namespace pagedserve {
 namespace {

@@ -1,4 +1,4 @@
-#include "pagedserve/demo_model.hpp"
+#include "model/demo_model.hpp"
 
 #include <bit>
 #include <cstdio>

@@ -2,7 +2,7 @@
 // data: optional biases (Qwen2, GPT-2), per-head q/k norms (Qwen3), the RoPE pairing (llama2.c
 // interleaved, HF rotate-half) or learned positions (GPT-2), RMSNorm or LayerNorm, a SwiGLU or GELU MLP
 // (GPT-2), a separate head width (Qwen3) and MoE layers (Qwen3-MoE).
-#include "pagedserve/forward.hpp"
+#include "model/forward.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -1,11 +1,11 @@
-#include "pagedserve/generator.hpp"
+#include "model/generator.hpp"
 
 #include <algorithm>
 
-#include "pagedserve/block_manager.hpp"
+#include "kv/block_manager.hpp"
 #include "pagedserve/check.hpp"
-#include "pagedserve/forward.hpp"
-#include "pagedserve/kv_cache.hpp"
+#include "model/forward.hpp"
+#include "kv/kv_cache.hpp"
 
 namespace pagedserve {
 

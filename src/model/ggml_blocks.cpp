@@ -1,6 +1,6 @@
 // ggml type numbers, and dequantize_blocks / quantize_blocks dispatching to the per-format decoders and
 // encoders (ggml_legacy_blocks.cpp, ggml_k_blocks.cpp, ggml_k_quantizers.cpp, ggml_iq4_blocks.cpp).
-#include "pagedserve/ggml_blocks.hpp"
+#include "model/ggml_blocks.hpp"
 
 #include <string>
 

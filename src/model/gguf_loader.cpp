@@ -8,9 +8,9 @@
 #include "model/block_loader.hpp"
 #include "model/load_phase.hpp"
 #include "model/ps_try.hpp"
-#include "pagedserve/ggml_blocks.hpp"
-#include "pagedserve/gguf_model.hpp"
-#include "pagedserve/mapped_file.hpp"
+#include "model/ggml_blocks.hpp"
+#include "model/gguf_model.hpp"
+#include "model/mapped_file.hpp"
 
 namespace pagedserve {
 namespace {

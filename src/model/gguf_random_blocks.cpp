@@ -6,8 +6,8 @@
 
 #include <cstring>
 
-#include "pagedserve/ggml_blocks.hpp"
-#include "pagedserve/gguf_writer.hpp"
+#include "model/ggml_blocks.hpp"
+#include "model/gguf_writer.hpp"
 
 namespace pagedserve {
 namespace {

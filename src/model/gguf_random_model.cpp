@@ -1,11 +1,11 @@
 // The tensor list of a llama / qwen3 / qwen3moe GGUF, filled with random weights.
-#include "pagedserve/gguf_random_model.hpp"
+#include "model/gguf_random_model.hpp"
 
 #include <random>
 #include <string>
 
 #include "pagedserve/check.hpp"
-#include "pagedserve/ggml_blocks.hpp"
+#include "model/ggml_blocks.hpp"
 
 namespace pagedserve {
 namespace {

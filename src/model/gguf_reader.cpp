@@ -6,8 +6,8 @@
 #include <cstring>
 #include <unordered_set>
 
-#include "pagedserve/ggml_blocks.hpp"
-#include "pagedserve/gguf.hpp"
+#include "model/ggml_blocks.hpp"
+#include "model/gguf.hpp"
 
 namespace pagedserve {
 namespace {

@@ -1,9 +1,9 @@
 // llama.cpp's per-tensor type choice for the mixes gguf_recipe names.
-#include "pagedserve/gguf_recipe.hpp"
+#include "model/gguf_recipe.hpp"
 
 #include <charconv>
 
-#include "pagedserve/ggml_blocks.hpp"
+#include "model/ggml_blocks.hpp"
 
 namespace pagedserve {
 namespace {

@@ -1,12 +1,12 @@
 // Encodes GGUF v3: little-endian header, metadata records, tensor directory, padding, aligned data.
-#include "pagedserve/gguf_writer.hpp"
+#include "model/gguf_writer.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <fstream>
 
 #include "pagedserve/check.hpp"
-#include "pagedserve/ggml_blocks.hpp"
+#include "model/ggml_blocks.hpp"
 
 namespace pagedserve {
 namespace {

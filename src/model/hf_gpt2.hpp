@@ -4,7 +4,7 @@
 #include <string>
 
 #include "pagedserve/model.hpp"
-#include "pagedserve/safetensors.hpp"
+#include "model/safetensors.hpp"
 
 namespace pagedserve::hf {
 

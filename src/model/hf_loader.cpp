@@ -13,8 +13,8 @@
 #include "model/hf_tensor_source.hpp"
 #include "model/ps_try.hpp"
 #include "model/load_phase.hpp"
-#include "pagedserve/hf_model.hpp"
-#include "pagedserve/safetensors.hpp"
+#include "model/hf_model.hpp"
+#include "model/safetensors.hpp"
 
 namespace pagedserve {
 namespace {

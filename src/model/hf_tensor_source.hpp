@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "pagedserve/model.hpp"
-#include "pagedserve/safetensors.hpp"
+#include "model/safetensors.hpp"
 
 namespace pagedserve::hf {
 

@@ -6,8 +6,8 @@
 #include <fstream>
 
 #include "pagedserve/check.hpp"
-#include "pagedserve/hf_model.hpp"
-#include "pagedserve/safetensors.hpp"
+#include "model/hf_model.hpp"
+#include "model/safetensors.hpp"
 
 namespace pagedserve {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <random>
 
-#include "pagedserve/mapped_file.hpp"
+#include "model/mapped_file.hpp"
 #include "pagedserve/model.hpp"
 
 namespace pagedserve {

@@ -1,4 +1,4 @@
-#include "pagedserve/mapped_file.hpp"
+#include "model/mapped_file.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>

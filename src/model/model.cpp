@@ -9,9 +9,9 @@
 
 #include "model/load_phase.hpp"
 #include "model/load_progress.hpp"
-#include "pagedserve/ggml_blocks.hpp"
+#include "model/ggml_blocks.hpp"
 #include "pagedserve/model.hpp"
-#include "pagedserve/quantize.hpp"
+#include "model/quantize.hpp"
 
 namespace pagedserve {
 

@@ -1,12 +1,12 @@
 // Chooses the loader for a path by what it holds.
-#include "pagedserve/model_load.hpp"
+#include "model/model_load.hpp"
 
 #include <cstring>
 #include <fstream>
 
 #include "model/load_phase.hpp"
-#include "pagedserve/gguf_model.hpp"
-#include "pagedserve/hf_model.hpp"
+#include "model/gguf_model.hpp"
+#include "model/hf_model.hpp"
 
 namespace pagedserve {
 

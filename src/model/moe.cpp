@@ -1,5 +1,5 @@
 // Mixture-of-experts dispatch: route, group per expert, run each expert once, combine.
-#include "pagedserve/moe.hpp"
+#include "model/moe.hpp"
 
 #include <tbb/parallel_for.h>
 

@@ -1,6 +1,6 @@
 // Per-row symmetric int8 quantization (see quantize.hpp), its scalar dequantization, and the packing
 // into the int8 kernels' panel layout.
-#include "pagedserve/quantize.hpp"
+#include "model/quantize.hpp"
 
 #include <tbb/parallel_for.h>
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <set>
 
-#include "pagedserve/safetensors.hpp"
+#include "model/safetensors.hpp"
 
 namespace pagedserve {
 namespace {

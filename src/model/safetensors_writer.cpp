@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "pagedserve/check.hpp"
-#include "pagedserve/safetensors.hpp"
+#include "model/safetensors.hpp"
 
 namespace pagedserve {
 namespace {

@@ -1,14 +1,14 @@
-#include "pagedserve/served_model.hpp"
+#include "model/served_model.hpp"
 
 #include <cstring>
 #include <fstream>
 
 #include "hub/hub_download.hpp"
 #include "model/load_phase.hpp"
-#include "pagedserve/demo_model.hpp"
-#include "pagedserve/gguf_model.hpp"
-#include "pagedserve/hf_tokenizer.hpp"
-#include "pagedserve/model_load.hpp"
+#include "model/demo_model.hpp"
+#include "model/gguf_model.hpp"
+#include "tokenizer/hf_tokenizer.hpp"
+#include "model/model_load.hpp"
 
 namespace pagedserve {
 namespace {

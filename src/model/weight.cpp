@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "pagedserve/ggml_blocks.hpp"
+#include "model/ggml_blocks.hpp"
 
 namespace pagedserve {
 

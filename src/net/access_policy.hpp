@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "pagedserve/config.hpp"
-#include "pagedserve/openai_request.hpp"
+#include "api/openai_request.hpp"
 
 namespace pagedserve::net {
 

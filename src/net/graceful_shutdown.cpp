@@ -6,7 +6,7 @@
 
 #include "actors/logger.hpp"
 #include "pagedserve/engine_api.hpp"
-#include "pagedserve/server.hpp"
+#include "net/server.hpp"
 
 namespace pagedserve {
 namespace {

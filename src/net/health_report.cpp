@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "pagedserve/json_writer.hpp"
+#include "api/json_writer.hpp"
 
 namespace pagedserve::net {
 namespace {

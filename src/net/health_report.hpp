@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "pagedserve/engine_status.hpp"
-#include "pagedserve/metrics.hpp"
+#include "metrics/metrics.hpp"
 
 namespace pagedserve::net {
 

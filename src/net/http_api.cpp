@@ -11,7 +11,7 @@
 #include "net/http_router.hpp"
 #include "net/http_session.hpp"
 #include "net/sse_generation.hpp"
-#include "pagedserve/openai_response.hpp"
+#include "api/openai_response.hpp"
 
 namespace pagedserve::net {
 namespace {

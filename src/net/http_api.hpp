@@ -20,7 +20,7 @@
 #include "net/static_files.hpp"
 #include "pagedserve/config.hpp"
 #include "pagedserve/engine_api.hpp"
-#include "pagedserve/openai_request.hpp"
+#include "api/openai_request.hpp"
 
 namespace pagedserve::net {
 

@@ -10,7 +10,7 @@
 #include "net/http_api.hpp"
 #include "net/request_limits.hpp"
 #include "net/ws_session.hpp"
-#include "pagedserve/openai_response.hpp"
+#include "api/openai_response.hpp"
 
 namespace pagedserve::net {
 namespace {

@@ -24,7 +24,7 @@
 #include "net/write_queue.hpp"
 #include "pagedserve/config.hpp"
 #include "pagedserve/engine_api.hpp"
-#include "pagedserve/openai_request.hpp"
+#include "api/openai_request.hpp"
 
 namespace pagedserve::net {
 

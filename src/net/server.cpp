@@ -1,4 +1,4 @@
-#include "pagedserve/server.hpp"
+#include "net/server.hpp"
 
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
@@ -13,7 +13,7 @@
 #include "net/http_session.hpp"
 #include "net/serving_state.hpp"
 #include "net/static_files.hpp"
-#include "pagedserve/openai_response.hpp"
+#include "api/openai_response.hpp"
 
 namespace pagedserve {
 namespace {

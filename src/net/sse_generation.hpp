@@ -19,7 +19,7 @@
 #include "net/http_session.hpp"
 #include "pagedserve/engine_api.hpp"
 #include "pagedserve/generation_events.hpp"
-#include "pagedserve/openai_response.hpp"
+#include "api/openai_response.hpp"
 
 namespace pagedserve::net {
 

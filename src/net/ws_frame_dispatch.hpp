@@ -9,7 +9,7 @@
 #include <variant>
 
 #include "pagedserve/config.hpp"
-#include "pagedserve/ws_protocol.hpp"
+#include "api/ws_protocol.hpp"
 
 namespace pagedserve::net {
 

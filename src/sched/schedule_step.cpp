@@ -1,11 +1,11 @@
-#include "pagedserve/schedule_step.hpp"
+#include "sched/schedule_step.hpp"
 
 #include <algorithm>
 #include <limits>
 #include <unordered_map>
 
 #include "pagedserve/check.hpp"
-#include "pagedserve/step_budget.hpp"
+#include "sched/step_budget.hpp"
 
 namespace pagedserve {
 namespace {

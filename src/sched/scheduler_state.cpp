@@ -1,4 +1,4 @@
-#include "pagedserve/scheduler_state.hpp"
+#include "sched/scheduler_state.hpp"
 
 #include <algorithm>
 

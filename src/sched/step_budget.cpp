@@ -1,4 +1,4 @@
-#include "pagedserve/step_budget.hpp"
+#include "sched/step_budget.hpp"
 
 #include <algorithm>
 #include <limits>

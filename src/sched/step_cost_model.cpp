@@ -1,4 +1,4 @@
-#include "pagedserve/step_cost_model.hpp"
+#include "sched/step_cost_model.hpp"
 
 #include <algorithm>
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "pagedserve/gguf_model.hpp"
+#include "model/gguf_model.hpp"
 #include "tokenizer/hf_tokenizer_internal.hpp"
 
 namespace pagedserve {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "pagedserve/ids.hpp"
-#include "pagedserve/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace pagedserve::hf {
 

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <system_error>
 
-#include "pagedserve/gguf_model.hpp"
-#include "pagedserve/hf_tokenizer.hpp"
+#include "model/gguf_model.hpp"
+#include "tokenizer/hf_tokenizer.hpp"
 #include "tokenizer/hf_tokenizer_internal.hpp"
 
 namespace pagedserve {

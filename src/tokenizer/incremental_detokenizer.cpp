@@ -4,7 +4,7 @@
 // Unicode-recommended practice, as WHATWG decoders and Python's errors="replace" do).
 #include <cstddef>
 
-#include "pagedserve/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 #include "pagedserve/utf8.hpp"
 
 namespace pagedserve {

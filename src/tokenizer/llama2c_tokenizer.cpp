@@ -16,7 +16,7 @@
 #include <utility>
 #include <variant>
 
-#include "pagedserve/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace pagedserve {
 namespace {

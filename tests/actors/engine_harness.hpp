@@ -12,7 +12,7 @@
 
 #include "actors/engine.hpp"
 #include "actors/request_actor.hpp"
-#include "pagedserve/ws_protocol.hpp"
+#include "api/ws_protocol.hpp"
 
 namespace pagedserve::test {
 

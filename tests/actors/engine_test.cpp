@@ -6,7 +6,7 @@
 #include <set>
 
 #include "actors/engine_harness.hpp"
-#include "pagedserve/generator.hpp"
+#include "model/generator.hpp"
 #include "support/test_paths.hpp"
 
 namespace pagedserve {

@@ -11,8 +11,8 @@
 #include "e2e/e2e_check.hpp"
 #include "support/server_process.hpp"
 #include "e2e/stream_collector.hpp"
-#include "pagedserve/hf_model.hpp"
-#include "pagedserve/ws_protocol.hpp"
+#include "model/hf_model.hpp"
+#include "api/ws_protocol.hpp"
 
 namespace pagedserve::e2e {
 namespace {

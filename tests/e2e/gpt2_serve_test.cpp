@@ -12,8 +12,8 @@
 #include "support/server_process.hpp"
 #include "model/gpt2_reference.hpp"
 #include "model/gpt2_test_model.hpp"
-#include "pagedserve/gguf_writer.hpp"
-#include "pagedserve/hf_tokenizer.hpp"
+#include "model/gguf_writer.hpp"
+#include "tokenizer/hf_tokenizer.hpp"
 #include "pagedserve/utf8.hpp"
 
 namespace pagedserve::e2e {

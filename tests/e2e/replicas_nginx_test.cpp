@@ -13,7 +13,7 @@
 #include "e2e/nginx_process.hpp"
 #include "support/openai_http_client.hpp"
 #include "e2e/stream_collector.hpp"
-#include "pagedserve/ws_protocol.hpp"
+#include "api/ws_protocol.hpp"
 
 namespace pagedserve::e2e {
 namespace {

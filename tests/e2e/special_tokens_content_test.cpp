@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "support/openai_http_client.hpp"
-#include "pagedserve/ws_protocol.hpp"  // json_append_string
+#include "api/ws_protocol.hpp"  // json_append_string
 #include "support/server_process.hpp"
 #include "e2e/stories_gguf.hpp"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "support/server_process.hpp"
-#include "pagedserve/gguf_writer.hpp"
+#include "model/gguf_writer.hpp"
 #include "pagedserve/model.hpp"
 
 namespace pagedserve::e2e {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "ggml_library.hpp"
-#include "pagedserve/ggml_blocks.hpp"
+#include "model/ggml_blocks.hpp"
 #include "support/random_blocks.hpp"
 
 namespace pagedserve {

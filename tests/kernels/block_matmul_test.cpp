@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "kernel_test_support.hpp"
-#include "pagedserve/ggml_blocks.hpp"
+#include "model/ggml_blocks.hpp"
 #include "pagedserve/kernels.hpp"
 #include "pagedserve/weight.hpp"
 

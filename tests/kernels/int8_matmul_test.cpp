@@ -15,7 +15,7 @@
 
 #include "kernel_test_support.hpp"
 #include "pagedserve/kernels.hpp"
-#include "pagedserve/quantize.hpp"
+#include "model/quantize.hpp"
 #include "pagedserve/weight.hpp"
 
 namespace pagedserve::kernels {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "pagedserve/kernels.hpp"
-#include "pagedserve/quantize.hpp"
+#include "model/quantize.hpp"
 #include "pagedserve/weight.hpp"
 #include "kernel_test_support.hpp"
 

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <vector>
 
-#include "pagedserve/forward.hpp"
-#include "pagedserve/kv_cache.hpp"
+#include "model/forward.hpp"
+#include "kv/kv_cache.hpp"
 #include "pagedserve/model.hpp"
 
 namespace pagedserve::test {

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "pagedserve/ggml_blocks.hpp"
-#include "pagedserve/gguf.hpp"
+#include "model/ggml_blocks.hpp"
+#include "model/gguf.hpp"
 #include "pagedserve/weight.hpp"
 #include "support/test_paths.hpp"
 

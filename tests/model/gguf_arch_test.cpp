@@ -13,10 +13,10 @@
 #include "model/engine_runner.hpp"
 #include "model/gguf_test_model.hpp"
 #include "model/hf_reference.hpp"
-#include "pagedserve/ggml_blocks.hpp"
-#include "pagedserve/gguf_model.hpp"
-#include "pagedserve/hf_model.hpp"
-#include "pagedserve/model_load.hpp"
+#include "model/ggml_blocks.hpp"
+#include "model/gguf_model.hpp"
+#include "model/hf_model.hpp"
+#include "model/model_load.hpp"
 
 namespace pagedserve {
 namespace {

@@ -8,8 +8,8 @@
 #include <random>
 
 #include "model/gguf_test_model.hpp"
-#include "pagedserve/gguf_model.hpp"
-#include "pagedserve/model_load.hpp"
+#include "model/gguf_model.hpp"
+#include "model/model_load.hpp"
 
 namespace pagedserve {
 namespace {

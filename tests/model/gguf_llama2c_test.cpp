@@ -5,11 +5,11 @@
 
 #include "model/golden_greedy.hpp"
 #include "model/hf_test_model.hpp"
-#include "pagedserve/generator.hpp"
-#include "pagedserve/gguf_model.hpp"
-#include "pagedserve/gguf_writer.hpp"
-#include "pagedserve/model_load.hpp"
-#include "pagedserve/tokenizer.hpp"
+#include "model/generator.hpp"
+#include "model/gguf_model.hpp"
+#include "model/gguf_writer.hpp"
+#include "model/model_load.hpp"
+#include "tokenizer/tokenizer.hpp"
 #include "model/engine_runner.hpp"
 
 namespace pagedserve {

@@ -9,9 +9,9 @@
 #include <filesystem>
 
 #include "model/hf_test_model.hpp"
-#include "pagedserve/ggml_blocks.hpp"
-#include "pagedserve/gguf_model.hpp"
-#include "pagedserve/gguf_random_model.hpp"
+#include "model/ggml_blocks.hpp"
+#include "model/gguf_model.hpp"
+#include "model/gguf_random_model.hpp"
 
 namespace pagedserve {
 namespace {

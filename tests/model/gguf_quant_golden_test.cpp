@@ -11,11 +11,11 @@
 #include <cstdio>
 
 #include "model/prefill_logits.hpp"
-#include "pagedserve/forward.hpp"
-#include "pagedserve/ggml_blocks.hpp"
-#include "pagedserve/gguf_model.hpp"
-#include "pagedserve/gguf_recipe.hpp"
-#include "pagedserve/kv_cache.hpp"
+#include "model/forward.hpp"
+#include "model/ggml_blocks.hpp"
+#include "model/gguf_model.hpp"
+#include "model/gguf_recipe.hpp"
+#include "kv/kv_cache.hpp"
 #include "support/test_paths.hpp"
 
 namespace pagedserve {

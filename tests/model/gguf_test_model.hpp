@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "model/hf_test_model.hpp"
-#include "pagedserve/gguf_recipe.hpp"
-#include "pagedserve/gguf_writer.hpp"
+#include "model/gguf_recipe.hpp"
+#include "model/gguf_writer.hpp"
 
 namespace pagedserve::test {
 

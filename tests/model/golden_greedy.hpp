@@ -4,10 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "model/golden_support.hpp"
-#include "pagedserve/generator.hpp"
+#include "model/generator.hpp"
 #include "pagedserve/kernels.hpp"
 #include "pagedserve/model.hpp"
-#include "pagedserve/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace pagedserve::test {
 

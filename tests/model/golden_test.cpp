@@ -5,12 +5,12 @@
 #include <algorithm>
 
 #include "model/golden_support.hpp"
-#include "pagedserve/block_manager.hpp"
-#include "pagedserve/forward.hpp"
-#include "pagedserve/generator.hpp"
-#include "pagedserve/kv_cache.hpp"
+#include "kv/block_manager.hpp"
+#include "model/forward.hpp"
+#include "model/generator.hpp"
+#include "kv/kv_cache.hpp"
 #include "pagedserve/model.hpp"
-#include "pagedserve/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace pagedserve {
 namespace {

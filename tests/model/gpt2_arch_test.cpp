@@ -16,9 +16,9 @@
 #include "model/gguf_test_model.hpp"
 #include "model/gpt2_reference.hpp"
 #include "model/gpt2_test_model.hpp"
-#include "pagedserve/ggml_blocks.hpp"
-#include "pagedserve/hf_model.hpp"
-#include "pagedserve/model_load.hpp"
+#include "model/ggml_blocks.hpp"
+#include "model/hf_model.hpp"
+#include "model/model_load.hpp"
 
 namespace pagedserve {
 namespace {

@@ -16,7 +16,7 @@
 
 #include "model/gguf_test_model.hpp"
 #include "model/hf_test_model.hpp"
-#include "pagedserve/gguf_writer.hpp"
+#include "model/gguf_writer.hpp"
 
 namespace pagedserve::test {
 

@@ -14,10 +14,10 @@
 #include "model/hf_arch_specs.hpp"
 #include "model/hf_reference.hpp"
 #include "model/hf_test_model.hpp"
-#include "pagedserve/forward.hpp"
-#include "pagedserve/hf_model.hpp"
-#include "pagedserve/kv_cache.hpp"
-#include "pagedserve/model_load.hpp"
+#include "model/forward.hpp"
+#include "model/hf_model.hpp"
+#include "kv/kv_cache.hpp"
+#include "model/model_load.hpp"
 
 namespace pagedserve {
 namespace {

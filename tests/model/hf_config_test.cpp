@@ -10,7 +10,7 @@
 #include "model/hf_arch_specs.hpp"
 #include "model/hf_config.hpp"
 #include "model/hf_reference.hpp"
-#include "pagedserve/hf_model.hpp"
+#include "model/hf_model.hpp"
 
 namespace pagedserve {
 namespace {

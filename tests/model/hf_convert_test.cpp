@@ -8,13 +8,13 @@
 #include "model/golden_greedy.hpp"
 #include "model/golden_support.hpp"
 #include "model/hf_test_model.hpp"
-#include "pagedserve/forward.hpp"
-#include "pagedserve/generator.hpp"
-#include "pagedserve/hf_model.hpp"
-#include "pagedserve/kv_cache.hpp"
-#include "pagedserve/model_load.hpp"
-#include "pagedserve/safetensors.hpp"
-#include "pagedserve/tokenizer.hpp"
+#include "model/forward.hpp"
+#include "model/generator.hpp"
+#include "model/hf_model.hpp"
+#include "kv/kv_cache.hpp"
+#include "model/model_load.hpp"
+#include "model/safetensors.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace pagedserve {
 namespace {

@@ -5,9 +5,9 @@
 #include <fstream>
 
 #include "model/hf_test_model.hpp"
-#include "pagedserve/hf_model.hpp"
-#include "pagedserve/model_load.hpp"
-#include "pagedserve/safetensors.hpp"
+#include "model/hf_model.hpp"
+#include "model/model_load.hpp"
+#include "model/safetensors.hpp"
 
 namespace pagedserve {
 namespace {

@@ -14,7 +14,7 @@
 
 #include <unistd.h>
 
-#include "pagedserve/safetensors.hpp"
+#include "model/safetensors.hpp"
 #include "pagedserve/weight.hpp"
 
 namespace pagedserve::test {

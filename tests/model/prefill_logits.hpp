@@ -3,11 +3,11 @@
 // real forward pass and paged KV cache (the model tests' way of comparing a model with a reference).
 #include <vector>
 
-#include "pagedserve/forward.hpp"
+#include "model/forward.hpp"
 #include "pagedserve/kernels.hpp"
-#include "pagedserve/kv_cache.hpp"
+#include "kv/kv_cache.hpp"
 #include "pagedserve/model.hpp"
-#include "pagedserve/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace pagedserve::test {
 

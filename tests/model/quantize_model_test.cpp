@@ -9,11 +9,11 @@
 #include <iostream>
 #include <numeric>
 
-#include "pagedserve/forward.hpp"
-#include "pagedserve/generator.hpp"
-#include "pagedserve/kv_cache.hpp"
+#include "model/forward.hpp"
+#include "model/generator.hpp"
+#include "kv/kv_cache.hpp"
 #include "pagedserve/model.hpp"
-#include "pagedserve/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 #include "model/prefill_logits.hpp"
 #include "support/test_paths.hpp"
 

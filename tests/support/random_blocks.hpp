@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "pagedserve/ggml_blocks.hpp"
+#include "model/ggml_blocks.hpp"
 
 namespace pagedserve::test {
 

@@ -4,7 +4,7 @@
 #include <memory>
 #include <vector>
 
-#include "pagedserve/schedule_step.hpp"
+#include "sched/schedule_step.hpp"
 
 namespace pagedserve::test {
 

@@ -9,7 +9,7 @@
 #include <boost/beast/websocket.hpp>
 #include <deque>
 
-#include "pagedserve/ws_protocol.hpp"
+#include "api/ws_protocol.hpp"
 #include "support/sanitizer_env.hpp"
 
 namespace pagedserve::e2e {

@@ -4,7 +4,7 @@
 
 #include <numeric>
 
-#include "pagedserve/block_manager.hpp"
+#include "kv/block_manager.hpp"
 
 namespace pagedserve {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <random>
 
-#include "pagedserve/block_manager.hpp"
+#include "kv/block_manager.hpp"
 
 namespace pagedserve {
 namespace {

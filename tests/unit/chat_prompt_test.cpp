@@ -2,7 +2,7 @@
 // (one id per character, special token [E], non-special added token [T]): "parse" makes a typed [E]
 // its control id, as Hugging Face does; "text" spells it out wherever the template puts the content,
 // while the template's own [E] and the non-special [T] stay single tokens.
-#include "pagedserve/chat_prompt.hpp"
+#include "chat/chat_prompt.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "pagedserve/hf_tokenizer.hpp"
+#include "tokenizer/hf_tokenizer.hpp"
 
 namespace pagedserve {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "pagedserve/chat_template.hpp"
+#include "chat/chat_template.hpp"
 
 namespace pagedserve {
 namespace {

@@ -3,7 +3,7 @@
 // tojson with ensure_ascii=False): the golden conversations of the tokenizers.json goldens
 // with the real Qwen3 and Llama 3 templates, the classic Llama 2 template, a table of language
 // features whose expected strings came from jinja2 3.1.6, and errors that must not crash or hang.
-#include "pagedserve/chat_template.hpp"
+#include "chat/chat_template.hpp"
 
 #include <gtest/gtest.h>
 #include <simdjson.h>

@@ -10,9 +10,9 @@
 #include <fstream>
 #include <map>
 
-#include "pagedserve/gguf_model.hpp"
-#include "pagedserve/gguf_writer.hpp"
-#include "pagedserve/hf_tokenizer.hpp"
+#include "model/gguf_model.hpp"
+#include "model/gguf_writer.hpp"
+#include "tokenizer/hf_tokenizer.hpp"
 #include "support/test_paths.hpp"
 
 namespace pagedserve {

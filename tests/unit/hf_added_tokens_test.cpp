@@ -10,7 +10,7 @@
 #include <fstream>
 #include <random>
 
-#include "pagedserve/hf_tokenizer.hpp"
+#include "tokenizer/hf_tokenizer.hpp"
 #include "support/test_paths.hpp"
 
 namespace pagedserve {

@@ -2,7 +2,7 @@
 // llama2: ids, ids with the post-processor, vocabulary strings, decode and streaming decode, chat
 // prompts), small hand-written tokenizer.json files for the flags the real files do not use, and
 // corrupt or missing files, each of which must be a clear error rather than a crash.
-#include "pagedserve/hf_tokenizer.hpp"
+#include "tokenizer/hf_tokenizer.hpp"
 
 #include <gtest/gtest.h>
 #include <simdjson.h>

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "pagedserve/json_writer.hpp"
+#include "api/json_writer.hpp"
 
 namespace pagedserve {
 namespace {

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <thread>
 
-#include "pagedserve/demo_model.hpp"
+#include "model/demo_model.hpp"
 #include "pagedserve/model.hpp"
 #include "src/model/load_phase.hpp"
 #include "src/model/load_progress.hpp"

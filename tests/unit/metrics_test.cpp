@@ -5,7 +5,7 @@
 #include <charconv>
 #include <thread>
 
-#include "pagedserve/metrics.hpp"
+#include "metrics/metrics.hpp"
 
 namespace pagedserve {
 namespace {

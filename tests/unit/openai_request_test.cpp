@@ -2,8 +2,8 @@
 // 400 (or the documented status) naming the argument.
 #include <gtest/gtest.h>
 
-#include "pagedserve/openai_request.hpp"
-#include "pagedserve/ws_protocol.hpp"
+#include "api/openai_request.hpp"
+#include "api/ws_protocol.hpp"
 
 namespace pagedserve::openai {
 namespace {

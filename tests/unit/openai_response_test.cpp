@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
-#include "pagedserve/openai_response.hpp"
+#include "api/openai_response.hpp"
 
 namespace pagedserve::openai {
 namespace {

@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "pagedserve/quantize.hpp"
+#include "model/quantize.hpp"
 #include "pagedserve/weight.hpp"
 
 namespace pagedserve {

@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "pagedserve/openai_request.hpp"
-#include "pagedserve/ws_protocol.hpp"
+#include "api/openai_request.hpp"
+#include "api/ws_protocol.hpp"
 
 namespace pagedserve {
 namespace {

@@ -1,9 +1,9 @@
 // The learnt step cost and the prefill allowance it gives the scheduler.
 #include <gtest/gtest.h>
 
-#include "pagedserve/schedule_step.hpp"
-#include "pagedserve/step_budget.hpp"
-#include "pagedserve/step_cost_model.hpp"
+#include "sched/schedule_step.hpp"
+#include "sched/step_budget.hpp"
+#include "sched/step_cost_model.hpp"
 
 #include <cmath>
 

@@ -10,7 +10,7 @@
 #include <random>
 #include <unordered_map>
 
-#include "pagedserve/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 #include "support/test_paths.hpp"
 
 namespace pagedserve {

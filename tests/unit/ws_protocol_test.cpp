@@ -4,7 +4,7 @@
 
 #include <limits>
 
-#include "pagedserve/ws_protocol.hpp"
+#include "api/ws_protocol.hpp"
 
 namespace pagedserve {
 namespace {

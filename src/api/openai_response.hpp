@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "pagedserve/openai_request.hpp"
+#include "api/openai_request.hpp"
 #include "pagedserve/request.hpp"
-#include "pagedserve/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace pagedserve::openai {
 

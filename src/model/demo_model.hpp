@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "pagedserve/model.hpp"
-#include "pagedserve/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace pagedserve {
 

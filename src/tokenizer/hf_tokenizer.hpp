@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "pagedserve/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace pagedserve {
 

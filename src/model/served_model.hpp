@@ -7,10 +7,10 @@
 #include <optional>
 #include <string>
 
-#include "pagedserve/chat_template.hpp"
+#include "chat/chat_template.hpp"
 #include "pagedserve/config.hpp"
 #include "pagedserve/model.hpp"
-#include "pagedserve/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace pagedserve {
 

@@ -13,9 +13,9 @@
 #include <optional>
 #include <string>
 
-#include "pagedserve/gguf.hpp"
+#include "model/gguf.hpp"
 #include "pagedserve/model.hpp"
-#include "pagedserve/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace pagedserve {
 

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pagedserve/gguf.hpp"
+#include "model/gguf.hpp"
 #include "pagedserve/weight.hpp"
 
 namespace pagedserve {

@@ -10,7 +10,7 @@
 #include "pagedserve/generate_command.hpp"
 #include "pagedserve/generation_events.hpp"
 #include "pagedserve/ids.hpp"
-#include "pagedserve/json_writer.hpp"  // json_append_string, for callers writing client frames
+#include "api/json_writer.hpp"  // json_append_string, for callers writing client frames
 #include "pagedserve/request.hpp"
 #include "pagedserve/sampling.hpp"
 

@@ -12,7 +12,7 @@
 #include "pagedserve/ids.hpp"
 #include "pagedserve/request.hpp"
 #include "pagedserve/sampling.hpp"
-#include "pagedserve/step_cost_model.hpp"
+#include "sched/step_cost_model.hpp"
 
 namespace pagedserve {
 

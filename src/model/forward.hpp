@@ -10,9 +10,9 @@
 
 #include "pagedserve/ids.hpp"
 #include "pagedserve/kernels.hpp"
-#include "pagedserve/kv_cache.hpp"
+#include "kv/kv_cache.hpp"
 #include "pagedserve/model.hpp"
-#include "pagedserve/moe.hpp"
+#include "model/moe.hpp"
 #include "pagedserve/step_batch.hpp"
 
 namespace pagedserve {

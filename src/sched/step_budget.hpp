@@ -4,8 +4,8 @@
 // cost). Work is in token-equivalents: each token plus attention_ratio() per position it attends over.
 #include <vector>
 
-#include "pagedserve/scheduler_state.hpp"
-#include "pagedserve/step_cost_model.hpp"
+#include "sched/scheduler_state.hpp"
+#include "sched/step_cost_model.hpp"
 
 namespace pagedserve {
 

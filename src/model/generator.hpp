@@ -8,7 +8,7 @@
 #include "pagedserve/kernels.hpp"
 #include "pagedserve/model.hpp"
 #include "pagedserve/sampling.hpp"
-#include "pagedserve/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace pagedserve {
 

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pagedserve/mapped_file.hpp"
+#include "model/mapped_file.hpp"
 
 namespace pagedserve {
 

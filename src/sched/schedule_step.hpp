@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "pagedserve/block_manager.hpp"
-#include "pagedserve/scheduler_state.hpp"
+#include "kv/block_manager.hpp"
+#include "sched/scheduler_state.hpp"
 #include "pagedserve/step_batch.hpp"
 
 namespace pagedserve {

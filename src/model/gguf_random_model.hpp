@@ -5,8 +5,8 @@
 // Tests use it for packed-loading checks; load-tests/make-random-model for full-size benchmarks.
 #include <cstdint>
 
-#include "pagedserve/gguf_recipe.hpp"
-#include "pagedserve/gguf_writer.hpp"
+#include "model/gguf_recipe.hpp"
+#include "model/gguf_writer.hpp"
 #include "pagedserve/model.hpp"
 
 namespace pagedserve {

@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "pagedserve/chat_template.hpp"
+#include "chat/chat_template.hpp"
 #include "pagedserve/ids.hpp"
-#include "pagedserve/tokenizer.hpp"
+#include "tokenizer/tokenizer.hpp"
 
 namespace pagedserve {
 

@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "pagedserve/mapped_file.hpp"
+#include "model/mapped_file.hpp"
 #include "pagedserve/weight.hpp"
 
 namespace pagedserve {
