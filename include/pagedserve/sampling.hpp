@@ -12,6 +12,19 @@
 
 namespace pagedserve {
 
+// A constraint on the shape of the generated text (OpenAI response_format, vLLM structured outputs,
+// llama.cpp grammar). The sampler masks every step's logits to the tokens that keep the output a
+// prefix of: prefix + <a value matching spec> + suffix; the end-of-sequence token is allowed only
+// once the whole is complete. prefix/suffix are literal text (a forced tool call's wrapper such as
+// "<tool_call>\n" ... "\n</tool_call>"); empty for response_format.
+struct output_format {
+  enum class kind { none, json_object, json_schema, regex, grammar };
+  kind type = kind::none;
+  std::string spec;    // json_schema: the schema's JSON text; regex: the pattern; grammar: GBNF text
+  std::string prefix;  // literal text before the value
+  std::string suffix;  // literal text after the value
+};
+
 // The OpenAI-named knobs of a request. Validated by the API layer before they get here.
 struct sampling_params {
   float temperature = 1.0f;           // 0 = greedy (argmax, lowest id on ties)
@@ -28,6 +41,7 @@ struct sampling_params {
   bool ignore_eos = false;            // keep going past EOS (load tests want exact lengths)
   int logprobs = -1;                  // -1: none; k >= 0: the chosen token's logprob and the top k
   std::string cache_salt;             // prefix-cache isolation: only requests with the same salt share blocks
+  output_format format;               // structured output; kind::none = free text
 };
 
 // The log-probability of a sampled token and of the most likely alternatives, from the model's raw
