@@ -73,6 +73,10 @@ struct finish_request {  // from a RequestActor: the client cancelled, a stop st
   finish_reason reason;
   std::optional<request_error> error;  // set: the request ends with request_failed, not request_finished
 };
+struct withdraw_sample {  // from a RequestActor: a sample of a group (n > 1) ended before it was submitted
+  std::uint64_t group_key = 0;
+  int group_size = 0;
+};
 // From the shutdown path: end every admitted request with this error at the next step boundary, and
 // refuse every later submit_request with it. The server is going away.
 struct finish_all {
@@ -93,8 +97,8 @@ struct step_executed {  // from the ExecutorActor
 struct report_scheduler_status {  // from the network edge (/health)
   std::function<void(scheduler_status)> reply;
 };
-using scheduler_mailbox = std::variant<submit_request, finish_request, finish_all, step_scheduled, step_executed,
-                                       report_scheduler_status>;
+using scheduler_mailbox = std::variant<submit_request, finish_request, withdraw_sample, finish_all, step_scheduled,
+                                       step_executed, report_scheduler_status>;
 
 // ---- KvAllocatorActor mailbox (sent by the scheduler, and /health) ----
 // One engine step is one exchange: the scheduler lends the allocator its queues with the executed

@@ -192,6 +192,7 @@ void request_actor::finish(finish_reason reason, usage used) {
     const double decode_s = ms(now - first_token_at_) / 1000.0;
     t.tokens_per_second = n_generated_ > 1 && decode_s > 0 ? (n_generated_ - 1) / decode_s : 0.0;
   }
+  withdraw_from_group();
   ended_ = true;
   timer_.cancel();
   engine_.metrics().on_finished(reason, used, now - accepted_at_,
@@ -212,7 +213,13 @@ void request_actor::on(request_failed m) {
   fail(m.error.code, std::move(m.error.message), m.used);
 }
 
+void request_actor::withdraw_from_group() {
+  const auto& group = command_.group;
+  if (!submitted_ && group && group->size > 1) engine_.scheduler().tell(withdraw_sample{group->key, group->size});
+}
+
 void request_actor::fail(engine_error code, std::string message, usage used) {
+  withdraw_from_group();
   ended_ = true;
   timer_.cancel();
   engine_.metrics().on_failed(engine_error_code(code));

@@ -51,6 +51,8 @@ class request_actor : public actor<request_actor, request_mailbox>,
   // The one final event: done with `reason`, or an error.
   void finish(finish_reason reason, usage used);
   void fail(engine_error code, std::string message, usage used = {});
+  // Ending before the submit: tells the scheduler, which holds the group's first sample until all came.
+  void withdraw_from_group();
   void arm_timeout();
   // Applies stop strings to new text; returns what may be sent now.
   std::string release_text(std::string fresh);

@@ -12,6 +12,9 @@ scheduler_actor::scheduler_actor(const boost::asio::any_io_executor& ex, schedul
 void scheduler_actor::on(submit_request m) {
   if (defer_while_lent(m)) return;
   log_->debug("[{}] submitted, {} prompt tokens", m.id.value, m.prompt.size());
+  // Counted before any refusal: a refused member must not hold its group's first member back.
+  std::optional<request_id> fork_of;
+  if (m.group && m.group->size > 1) fork_of = count_group_member(m.group->key, m.group->size, m.id);
   if (closed_) {
     m.reply_to->tell(request_rejected{m.id, closed_->code, closed_->message});
     return;
@@ -24,11 +27,8 @@ void scheduler_actor::on(submit_request m) {
   s.stop_ids = std::move(m.stop_ids);
   s.cache_salt = m.cache_salt;
   s.client = m.client;
-  if (m.group && m.group->size > 1) {
-    auto [g, first] = groups_.try_emplace(m.group->key, open_group{m.id, m.group->size});
-    if (!first) s.fork_of = g->second.first;
-    if (--g->second.to_come == 0) groups_.erase(g);
-  }
+  s.fork_of = fork_of;
+  s.awaiting_samples = m.group && m.group->size > 1 && !fork_of && groups_.contains(m.group->key);
   const int per_client = state_->limits.max_waiting_per_client;
   if (state_->n_waiting_of(s.client) >= per_client) {
     m.reply_to->tell(request_rejected{m.id, engine_error::too_many_requests,
@@ -51,6 +51,25 @@ void scheduler_actor::on(finish_request m) {
   if (m.error) ending_with_error_.try_emplace(m.id, std::move(*m.error));
   state_->request_finish(m.id, m.reason);
   start_step_if_idle();
+}
+
+void scheduler_actor::on(withdraw_sample m) {
+  if (defer_while_lent(m)) return;
+  count_group_member(m.group_key, m.group_size, std::nullopt);
+  start_step_if_idle();
+}
+
+std::optional<request_id> scheduler_actor::count_group_member(std::uint64_t key, int size,
+                                                              std::optional<request_id> member) {
+  auto [g, arrived_first] = groups_.try_emplace(key, open_group{std::nullopt, size});
+  open_group& group = g->second;
+  const std::optional<request_id> fork_of = group.first;
+  if (!group.first) group.first = member;
+  if (--group.to_come > 0) return fork_of;
+  if (group.first)  // everyone is here: the first member may be admitted
+    if (sequence* first = state_->find(*group.first)) first->awaiting_samples = false;
+  groups_.erase(g);
+  return fork_of;
 }
 
 void scheduler_actor::on(finish_all m) {

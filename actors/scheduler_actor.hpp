@@ -7,7 +7,7 @@
 //   -> step_scheduled (queues back, updates, plan) -> execute_step (Executor) -> step_executed
 // and the updates go out to the request actors; then the next exchange starts.
 //
-// Mailbox: submit_request, finish_request (request actors); finish_all (shutdown); step_scheduled
+// Mailbox: submit_request, finish_request, withdraw_sample (request actors); finish_all (shutdown); step_scheduled
 //          (KvAllocator); step_executed (Executor); report_scheduler_status (network edge).
 // While the queues are lent (one exchange), messages that need them wait, in arrival order, and are
 // handled when the queues come back.
@@ -41,6 +41,7 @@ class scheduler_actor : public actor<scheduler_actor, scheduler_mailbox> {
 
   void on(submit_request m);
   void on(finish_request m);
+  void on(withdraw_sample m);
   void on(finish_all m);
   void on(step_scheduled m);
   void on(step_executed m);
@@ -78,10 +79,15 @@ class scheduler_actor : public actor<scheduler_actor, scheduler_mailbox> {
   std::optional<request_error> closed_;  // finish_all came: new submissions get this error
   std::vector<request_id> dropped_;  // finished sequences the executor may forget, sent with the next step
   // Sample groups (n > 1) still expecting members: the first member's id and how many are to come.
+  // The first member is held back from admission until none is to come, so that every other member
+  // forks it: a member arriving after the first had already finished would compute the prompt again.
   struct open_group {
-    request_id first;
+    std::optional<request_id> first;
     int to_come = 0;
   };
+  // One member of group `key` (of `size`) reached the scheduler (submitted, or withdrawn before it could
+  // be). Returns the member it should fork, if another came first.
+  std::optional<request_id> count_group_member(std::uint64_t key, int size, std::optional<request_id> member);
   std::unordered_map<std::uint64_t, open_group> groups_;
   std::mt19937_64 seed_source_{std::random_device{}()};
   std::shared_ptr<spdlog::logger> log_;

@@ -28,7 +28,7 @@ PAGEDSERVE_BUILD_DIR=build-asan scripts/build.sh -DPAGEDSERVE_SANITIZE=address -
 
 # TSan runs TBB on one thread (tests/support/tsan_tbb.cpp), so the 500-request engine soak, 5 s in
 # Release, outgrows its own 120 s bound; it runs in the Release and ASan trees.
-stage "TSan: build and test the actors, scheduler policy and block manager"
+stage "TSan: build and test the actors, the scheduling step and the block manager"
 PAGEDSERVE_BUILD_DIR=build-tsan PAGEDSERVE_BUILD_TARGETS=tsan_tests \
   scripts/build.sh -DPAGEDSERVE_SANITIZE=thread -DPAGEDSERVE_BUILD_BENCH=OFF
 (cd build-tsan && ctest --output-on-failure --timeout 600 -j2 -L '^tsan$' -E 'kv_pool_is_whole_after_500_random_requests')

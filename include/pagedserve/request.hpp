@@ -36,8 +36,10 @@ struct shared_prompt {
   std::expected<std::vector<token_id>, std::string> tokens;
 };
 
-// Samples of one prompt in a request with n > 1. The first to reach the scheduler computes the prompt;
-// the others share its KV blocks once it has (copy on write from the first block they write).
+// Samples of one prompt in a request with n > 1. The first to reach the scheduler computes the prompt
+// once all `size` of them have reached it; the others share its KV blocks (copy on write from the
+// first block they write). Every one of the `size` members must be submitted to the engine: the first
+// waits for the rest.
 struct sample_group {
   std::uint64_t key = 0;  // the same for every sample of the prompt, unique to it
   int size = 1;

@@ -71,6 +71,7 @@ bool allocate_running(scheduler_state& state, block_manager& blocks, step_plan& 
 // A sample (fork_of) waits while the sample it forks is waiting or still computing the prompt, and
 // forks it once it has; a sample whose source is gone, or has another prompt, computes its own.
 std::optional<std::optional<request_id>> admission_of(const scheduler_state& state, const sequence& s) {
+  if (s.awaiting_samples) return std::nullopt;
   if (!s.fork_of) return std::optional<request_id>{};
   auto found = std::ranges::find(state.running, *s.fork_of, &sequence::id);
   const sequence* source = found == state.running.end() ? nullptr : &*found;

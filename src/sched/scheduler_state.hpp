@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "pagedserve/ids.hpp"
@@ -48,6 +49,9 @@ struct sequence {
   // Another sample of the same prompt (n > 1): this one waits until that one has computed the prompt,
   // then shares its blocks instead of computing it again.
   std::optional<request_id> fork_of;
+  // The first sample of a group while others have yet to reach the scheduler: held back from
+  // admission so that all of them share its prompt blocks.
+  bool awaiting_samples = false;
 
   int n_generated() const { return static_cast<int>(tokens.size()) - n_prompt; }
 };
@@ -80,6 +84,7 @@ struct scheduler_state {
   void request_finish(request_id id, finish_reason reason) { pending_finish.emplace(id, reason); }
 
   const sequence* find(request_id id) const;
+  sequence* find(request_id id) { return const_cast<sequence*>(std::as_const(*this).find(id)); }
   int n_running() const { return static_cast<int>(running.size()); }
   int n_waiting() const { return static_cast<int>(waiting.size()); }
   int n_waiting_of(std::uint64_t client) const;

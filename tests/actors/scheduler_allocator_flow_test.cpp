@@ -58,13 +58,17 @@ struct engine_core {
     kv.connect(to_scheduler);
     scheduler.connect(to_kv, executor);
   }
-  void submit(std::uint64_t id, int n_prompt, int max_tokens) {
+  void submit(std::uint64_t id, int n_prompt, int max_tokens, std::optional<sample_group> group = std::nullopt) {
     auto params = std::make_shared<sampling_params>();
     params->max_tokens = max_tokens;
     auto reply = std::make_shared<recording_mailbox<request_mailbox>>();
     requests[id] = reply;
-    scheduler.tell(submit_request{request_id{id}, std::nullopt, 0, std::vector<token_id>(n_prompt, 5), params, {2},
-                                  reply, std::chrono::steady_clock::now(), 0});
+    scheduler.tell(submit_request{request_id{id}, group, 0, std::vector<token_id>(n_prompt, 5), params, {2}, reply,
+                                  std::chrono::steady_clock::now(), 0});
+  }
+  void run() {
+    io.restart();
+    io.run();
   }
   // Plays the executor: answers the latest execute_step with `token` for every row.
   void execute_latest(token_id token = 9) {
@@ -173,6 +177,34 @@ TEST(scheduler_allocator_flow, messages_arriving_while_the_queues_are_lent_wait_
   EXPECT_EQ(c.requests[2]->count<request_finished>(), 1);
   EXPECT_EQ(c.requests[2]->count<tokens_generated>(), 0);
   EXPECT_EQ(std::get<request_finished>(c.requests[2]->received.back()).reason, finish_reason::cancelled);
+}
+
+// n samples of one prompt: the first is held until every other has reached the scheduler (submitted,
+// or withdrawn by a request actor that ended first), so that all of them fork its prompt blocks.
+TEST(scheduler_allocator_flow, a_sample_group_waits_for_all_its_members_then_forks_the_first) {
+  engine_core c(64);
+  const sample_group group{77, 3, nullptr};
+  c.submit(1, 20, 4, group);
+  c.run();
+  EXPECT_TRUE(c.executor.received.empty()) << "two samples of the group are still to come";
+  c.submit(2, 20, 4, group);
+  c.run();
+  EXPECT_TRUE(c.executor.received.empty());
+  c.scheduler.tell(withdraw_sample{77, 3});  // the third ended before its submit (e.g. cancelled)
+  c.run();
+  ASSERT_EQ(c.executor.received.size(), 1u);
+  EXPECT_EQ(std::get<execute_step>(c.executor.received[0]).sample_for, std::vector<request_id>{request_id{1}});
+  while ((c.requests[1]->count<request_finished>() == 0 || c.requests[2]->count<request_finished>() == 0) &&
+         c.executor.received.size() < 20) {
+    c.execute_latest();
+    c.run();
+  }
+  EXPECT_EQ(c.requests[2]->count<tokens_generated>(), 4);
+  std::optional<kv_pool_status> kv;
+  c.kv.tell(report_kv_status{[&](kv_pool_status s) { kv = s; }});
+  c.run();
+  ASSERT_TRUE(kv);
+  EXPECT_EQ(kv->forks, 1u) << "the second sample shared the first's prompt blocks";
 }
 
 }  // namespace
