@@ -294,7 +294,10 @@ void request_actor::fail(engine_error code, std::string message, usage used) {
   ended_ = true;
   timer_.cancel();
   engine_.metrics().on_failed(engine_error_code(code));
-  link_->send_final({std::nullopt, used, {}, {code, std::move(message)}});
+  final_event e;
+  e.used = used;
+  e.error = {code, std::move(message)};
+  link_->send_final(std::move(e));
 }
 
 }  // namespace pagedserve

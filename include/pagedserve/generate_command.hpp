@@ -42,6 +42,7 @@ struct generate_command {
   chat_options chat;           // with messages only
   sampling_params params;      // max_tokens 0 when the client gave none (filled from the context left)
   std::optional<sample_group> group;  // one of n samples of the prompt (OpenAI n > 1)
+  std::vector<std::string> ignored_fields;  // fields of the request this server does not know (reported back)
 };
 
 }  // namespace pagedserve
