@@ -130,7 +130,6 @@ void tool_call_parser::push_hermes(tool_parse_output& out) {
         return;
       }
       emit_content(out, std::string_view(pending_).substr(0, at));
-      held_space_.clear();
       pending_.erase(0, at + hermes_open.size());
       inside_ = true;
     }
@@ -140,6 +139,7 @@ void tool_call_parser::push_hermes(tool_parse_output& out) {
     if (auto call = tool_call_parse_object(body)) {
       out.calls.push_back(std::move(*call));
       ++n_calls_;
+      held_space_.clear();  // the spaces before a call are no content
     } else {
       emit_content(out, std::string(hermes_open) + std::string(body) + std::string(hermes_close));
     }
