@@ -65,7 +65,7 @@ class recording_link : public std::enable_shared_from_this<recording_link> {
     request_link(std::shared_ptr<recording_link> rec, std::string id) : rec_(std::move(rec)), id_(std::move(id)) {}
     void send_tokens(token_event event) override { rec_->record(encode_token_frame(id_, event)); }
     void send_final(final_event e) override {
-      rec_->record(e.reason ? encode_done_frame(id_, *e.reason, e.used, e.timings) : encode_error_frame(id_, e.error));
+      rec_->record(e.reason ? encode_done_frame(id_, e) : encode_error_frame(id_, e.error));
       std::lock_guard lock(rec_->mutex_);
       ++rec_->n_ended_;
     }
