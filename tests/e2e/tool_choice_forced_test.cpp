@@ -63,7 +63,9 @@ forced_call ask_forced(unsigned short port, std::string_view tool_choice, bool s
 void expect_valid(const forced_call& c, std::string_view only_name = {}) {
   EXPECT_TRUE(c.id.starts_with("call_")) << c.id;
   EXPECT_EQ(c.finish_reason, "tool_calls");
-  if (!only_name.empty()) EXPECT_EQ(c.name, only_name);
+  if (!only_name.empty()) {
+    EXPECT_EQ(c.name, only_name);
+  }
   simdjson::dom::parser parser;
   simdjson::dom::element args;
   ASSERT_EQ(parser.parse(c.arguments).get(args), simdjson::SUCCESS) << c.arguments;
