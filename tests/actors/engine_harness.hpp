@@ -39,7 +39,8 @@ class recording_link : public std::enable_shared_from_this<recording_link> {
     recorded_request& r = requests_[id];
     const std::string_view type(e["type"]);
     if (type == "token") {
-      r.text += std::string_view(e["text"]);
+      std::string_view text;  // absent from a frame of reasoning only
+      if (e["text"].get(text) == simdjson::SUCCESS) r.text += text;
       for (auto v : e["token_ids"].get_array()) r.ids.push_back(static_cast<token_id>(int64_t(v)));
     } else if (type == "done") {
       ++r.n_final;
