@@ -1,9 +1,12 @@
 #include "actors/request_actor.hpp"
 
 #include <algorithm>
+#include <random>
 
 #include "actors/logger.hpp"
 #include "chat/chat_prompt.hpp"
+#include "chat/chat_tool_messages.hpp"
+#include "chat/tool_call_schema.hpp"
 
 namespace pagedserve {
 
@@ -22,8 +25,23 @@ std::expected<std::vector<token_id>, std::string> request_actor::render_prompt()
   if (command_.prompt) return engine_.vocabulary().encode(*command_.prompt, true);
   if (const chat_setup* chat = engine_.chat()) {
     chat_template_context ctx;
-    for (const chat_message& m : command_.messages)
-      ctx.messages.push_back(chat_value::object{{"role", m.role}, {"content", m.content}});
+    for (const chat_message& m : command_.messages) {
+      chat_value::object fields{{"role", m.role}, {"content", m.content}};
+      if (!m.name.empty()) fields.emplace_back("name", m.name);
+      if (!m.tool_call_id.empty()) fields.emplace_back("tool_call_id", m.tool_call_id);
+      if (!m.reasoning_content.empty()) fields.emplace_back("reasoning_content", m.reasoning_content);
+      if (!m.tool_calls_json.empty()) {
+        auto calls = chat_tool_calls_value(m.tool_calls_json);
+        if (!calls) return std::unexpected(calls.error());
+        fields.emplace_back("tool_calls", std::move(*calls));
+      }
+      ctx.messages.push_back(std::move(fields));
+    }
+    const chat_options& o = command_.chat;
+    auto variables = chat_request_variables(o.tool_choice == tool_choice_mode::none ? "" : o.tools_json,
+                                            o.template_kwargs_json, o.reasoning_effort);
+    if (!variables) return std::unexpected(variables.error());
+    ctx.variables = std::move(*variables);
     ctx.add_generation_prompt = true;
     ctx.bos_token = chat->bos_token;
     ctx.eos_token = chat->eos_token;
@@ -48,7 +66,7 @@ std::expected<std::vector<token_id>, std::string> request_actor::render_prompt()
 void request_actor::on(start_generation) {
   // A prompt whose text alone is too long for the context is refused before anyone tokenizes it.
   std::size_t bytes = command_.prompt ? command_.prompt->size() : 0;
-  for (const chat_message& m : command_.messages) bytes += m.content.size();
+  for (const chat_message& m : command_.messages) bytes += m.content.size() + m.tool_calls_json.size();
   if (bytes > engine_.max_prompt_bytes())
     return fail(engine_error::context_length_exceeded,
                 "the prompt's " + std::to_string(bytes) + " bytes of text cannot fit the " +
@@ -90,6 +108,7 @@ void request_actor::on(prompt_prepared m) {
     return fail(engine_error::invalid_max_tokens,
                 "max_tokens " + std::to_string(p.max_tokens) + " exceeds the " + std::to_string(context - n_prompt) +
                     " tokens left in the context after a " + std::to_string(n_prompt) + "-token prompt");
+  if (auto refused = prepare_output(prompt)) return fail(engine_error::invalid_request, std::move(*refused));
   id_ = engine_.next_request_id();
   detokenizer_.emplace(engine_.vocabulary(), prompt.back());
   log_->debug("[{}] client id '{}', {} prompt tokens, max_tokens {}", id_.value, command_.id, n_prompt, p.max_tokens);
@@ -99,6 +118,64 @@ void request_actor::on(prompt_prepared m) {
   const std::uint64_t client = link_->client_key();  // fair admission and quotas count by it
   engine_.scheduler().tell(submit_request{id_, command_.group, salt, std::move(prompt), std::make_shared<const sampling_params>(p),
                                           engine_.stop_token_ids(), shared_from_this(), accepted_at_, client});
+}
+
+std::optional<std::string> request_actor::prepare_output(const std::vector<token_id>& prompt) {
+  const chat_setup* chat = engine_.chat();
+  const chat_options& o = command_.chat;
+  const bool forced = o.tool_choice == tool_choice_mode::required || o.tool_choice == tool_choice_mode::named;
+  if (command_.messages.empty()) return std::nullopt;
+  if (!chat) {
+    if (forced) return "the model has no chat template, so no tool call can be forced";
+    return std::nullopt;
+  }
+  const bool tools = !o.tools_json.empty() && o.tool_choice != tool_choice_mode::none;
+  const tool_call_family family = tools ? chat->tool_calls : tool_call_family::none;
+  const reasoning_syntax syntax = reasoning_syntax_resolve(engine_.config().reasoning_parser, chat->writes_reasoning);
+  if (syntax != reasoning_syntax::none || family != tool_call_family::none) {
+    // The prompt's last tokens tell whether the template opened <think> for the model.
+    const std::size_t n_tail = std::min<std::size_t>(prompt.size(), 8);
+    const bool opened = syntax != reasoning_syntax::none &&
+                        prompt_opens_reasoning(engine_.vocabulary().decode(
+                            std::span(prompt).subspan(prompt.size() - n_tail), false));
+    output_.emplace(syntax, opened, family);
+  }
+  if (!forced) return std::nullopt;
+  auto constraint = tool_call_constraint_build(
+      chat->tool_calls, o.tools_json,
+      o.tool_choice == tool_choice_mode::named ? std::optional<std::string_view>(o.tool_choice_name) : std::nullopt);
+  if (!constraint) return constraint.error();
+  command_.params.format = {output_format::kind::json_schema, std::move(constraint->schema),
+                            std::move(constraint->prefix), std::move(constraint->suffix)};
+  return std::nullopt;
+}
+
+token_event request_actor::parse_output(std::string text, bool last) {
+  token_event e;
+  if (!output_) {
+    e.text = std::move(text);
+    return e;
+  }
+  chat_output_delta d = text.empty() ? chat_output_delta{} : output_->push(text);
+  if (last) {
+    chat_output_delta rest = output_->finish();
+    d.content += rest.content;
+    d.reasoning += rest.reasoning;
+    for (parsed_tool_call& c : rest.calls) d.calls.push_back(std::move(c));
+  }
+  e.text = std::move(d.content);
+  e.reasoning = std::move(d.reasoning);
+  reasoning_ += e.reasoning;
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  static constexpr char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  for (parsed_tool_call& c : d.calls) {
+    if (!command_.chat.parallel_tool_calls && !calls_.empty()) break;  // one call asked for: the first
+    tool_call call{static_cast<int>(calls_.size()), "call_", std::move(c.name), std::move(c.arguments)};
+    for (int i = 0; i < 24; ++i) call.id += alphabet[rng() % (sizeof alphabet - 1)];
+    calls_.push_back(call);
+    e.tool_calls.push_back(std::move(call));
+  }
+  return e;
 }
 
 void request_actor::on(cancel_generation m) {
@@ -170,15 +247,16 @@ void request_actor::on(tokens_generated m) {
     if (command_.params.ignore_eos || std::ranges::find(stop_ids, t) == stop_ids.end()) fresh += detokenizer_->push(t);
   std::string text = release_text(std::move(fresh));
   if (stop_matched_) engine_.scheduler().tell(finish_request{id_, finish_reason::stop, std::nullopt});
-  link_->send_tokens({std::move(text), std::move(m.tokens), std::move(m.logprobs)});
+  token_event e = parse_output(std::move(text), false);
+  e.ids = std::move(m.tokens);
+  e.logprobs = std::move(m.logprobs);
+  link_->send_tokens(std::move(e));
 }
 
 void request_actor::on(request_finished m) {
   if (ended_ || m.id != id_) return;
-  if (!stop_matched_) {
-    std::string tail = held_ + detokenizer_->flush();
-    if (!tail.empty()) link_->send_tokens({std::move(tail), {}, {}});
-  }
+  token_event tail = parse_output(stop_matched_ ? std::string() : held_ + detokenizer_->flush(), true);
+  if (!tail.text.empty() || !tail.reasoning.empty() || !tail.tool_calls.empty()) link_->send_tokens(std::move(tail));
   finish(stop_matched_ ? finish_reason::stop : m.reason, m.used);
 }
 
@@ -199,7 +277,7 @@ void request_actor::finish(finish_reason reason, usage used) {
                                 n_generated_ > 0 ? std::optional(serving_metrics::seconds(now - first_token_at_))
                                                  : std::nullopt);
   log_->debug("[{}] done: {}, {} tokens", id_.value, finish_reason_name(reason), used.completion_tokens);
-  link_->send_final({reason, used, t, {}});
+  link_->send_final({reason, used, t, {}, std::move(reasoning_), std::move(calls_)});
 }
 
 void request_actor::on(request_rejected m) {
@@ -223,7 +301,10 @@ void request_actor::fail(engine_error code, std::string message, usage used) {
   ended_ = true;
   timer_.cancel();
   engine_.metrics().on_failed(engine_error_code(code));
-  link_->send_final({std::nullopt, used, {}, {code, std::move(message)}});
+  final_event e;
+  e.used = used;
+  e.error = {code, std::move(message)};
+  link_->send_final(std::move(e));
 }
 
 }  // namespace pagedserve

@@ -23,6 +23,8 @@
 #include "actors/messages.hpp"
 #include "pagedserve/engine_api.hpp"
 #include "pagedserve/generate_command.hpp"
+#include "chat/chat_output_parser.hpp"
+#include "pagedserve/generation_events.hpp"
 #include "tokenizer/tokenizer.hpp"
 
 namespace pagedserve {
@@ -56,6 +58,11 @@ class request_actor : public actor<request_actor, request_mailbox>,
   void arm_timeout();
   // Applies stop strings to new text; returns what may be sent now.
   std::string release_text(std::string fresh);
+  // Chat: sets up the output's reasoning and tool-call parsing, and a forced call's format; the
+  // reason the request cannot be served as asked, if any.
+  std::optional<std::string> prepare_output(const std::vector<token_id>& prompt);
+  // Released text as the client sees it: content, reasoning and completed calls (last: the end).
+  token_event parse_output(std::string text, bool last);
 
   using clock = std::chrono::steady_clock;
   engine& engine_;
@@ -64,6 +71,9 @@ class request_actor : public actor<request_actor, request_mailbox>,
   request_id id_{};
   std::optional<incremental_detokenizer> detokenizer_;  // made once the prompt's last token is known
   std::string held_;  // text that may be the start of a stop string
+  std::optional<chat_output_parser> output_;  // chat with reasoning or tool calls to tell apart
+  std::string reasoning_;                     // all reasoning so far (the final event's)
+  std::vector<tool_call> calls_;              // all calls so far
   bool submitted_ = false, stop_matched_ = false, ended_ = false;
   int n_generated_ = 0;
   int n_prompt_ = 0;

@@ -76,6 +76,10 @@ void add_scheduler_flags(CLI::App& sub, engine_config& e) {
   add("--special-tokens-in-content", e.special_tokens_in_content,
       "special-token strings in chat content: control tokens (parse) or plain text")
       ->type_name("parse|text");
+  // Reasoning and tools (docs/tools-and-reasoning.md).
+  add("--reasoning-parser", e.reasoning_parser,
+      "chat output's reasoning: <think> when the template writes it (auto), qwen3, deepseek_r1 or none")
+      ->type_name("auto|qwen3|deepseek_r1|none");
   add("--max-waiting", e.max_waiting, "queued requests before new ones are refused")->type_name("N");
   add("--max-waiting-per-client", e.max_waiting_per_client, "queued requests of one client address")->type_name("N");
 }

@@ -72,6 +72,10 @@ struct engine_config {
   // makes them control tokens (Hugging Face's and vLLM's default, so a user can close a turn or open
   // a system one); "text" tokenizes them as the characters they are. The template's own stay special.
   std::string special_tokens_in_content = "parse";
+  // How chat output's reasoning is told apart (vLLM's --reasoning-parser): "qwen3" (<think>...</think>
+  // when the output or the prompt opens it), "deepseek_r1" (reasoning until </think>), "none" (all is
+  // content), or "auto": qwen3 when the model's chat template writes <think>, else none.
+  std::string reasoning_parser = "auto";
 };
 
 struct model_paths {

@@ -4,6 +4,7 @@
 
 #include <unordered_map>
 
+#include "api/chat_fields.hpp"
 #include "api/openai_params.hpp"
 
 namespace pagedserve::openai {
@@ -86,25 +87,35 @@ maybe_error read_messages(element e, std::vector<chat_message>& out) {
     chat_message msg;
     bool has_content = false;
     for (auto [key, value] : simdjson::dom::object(m)) {
+      if (is_null(value) && key != "role") continue;  // content: null beside tool_calls
+      maybe_error err;
       if (key == "role") {
-        if (auto err = read_string(value, "messages[].role", msg.role)) return err;
+        err = read_string(value, "messages[].role", msg.role);
       } else if (key == "content") {
-        if (is_null(value)) continue;
-        if (auto err = read_content(value, msg.content)) return err;
+        err = read_content(value, msg.content);
         has_content = true;
       } else if (key == "name") {
-        std::string ignored;
-        if (auto err = read_string(value, "messages[].name", ignored)) return err;
-      } else if (key == "tool_calls" || key == "tool_call_id" || key == "function_call") {
-        return bad_param("messages", "tool and function calls are not supported");
+        err = read_string(value, "messages[].name", msg.name);
+      } else if (key == "tool_calls") {
+        err = api::read_message_tool_calls(value, msg.tool_calls_json);
+      } else if (key == "tool_call_id") {
+        err = read_string(value, "messages[].tool_call_id", msg.tool_call_id);
+      } else if (key == "reasoning_content") {
+        err = read_string(value, "messages[].reasoning_content", msg.reasoning_content);
+      } else if (key == "function_call") {
+        err = bad_param("messages", "function_call is deprecated and not supported: use tool_calls");
       } else {
-        return bad_param("messages", "Unrecognized message field: " + std::string(key));
+        err = bad_param("messages", "Unrecognized message field: " + std::string(key));
       }
+      if (err) return err;
     }
     if (msg.role == "developer") msg.role = "system";  // OpenAI's newer name for the system role
-    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant")
-      return bad_param("messages", "message role must be system, developer, user or assistant");
-    if (!has_content) return bad_param("messages", "every message needs 'content'");
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool")
+      return bad_param("messages", "message role must be system, developer, user, assistant or tool");
+    if (!msg.tool_calls_json.empty() && msg.role != "assistant")
+      return bad_param("messages", "only assistant messages carry tool_calls");
+    if (!has_content && msg.tool_calls_json.empty())
+      return bad_param("messages", "every message needs 'content' (an assistant message may have tool_calls instead)");
     out.push_back(std::move(msg));
   }
   if (out.empty()) return bad_param("messages", "'messages' must not be empty");
@@ -153,6 +164,9 @@ std::expected<simdjson::dom::object, api_error> parse_object(simdjson::dom::pars
   return simdjson::dom::object(root);
 }
 
+// An argument the generation endpoints do not know: ignored and reported (see openai_request.hpp).
+void ignore(std::string_view key, generation_request& r) { r.ignored_fields.emplace_back(key); }
+
 api::field_error unrecognized(std::string_view key) {
   return {std::string(key), "Unrecognized request argument supplied: " + std::string(key), "unknown_parameter"};
 }
@@ -193,7 +207,7 @@ bool read_sampling_field(std::string_view key, element value, const parse_limits
     err = read_string(value, key, r.user);
   } else if (key == "service_tier") {
     err = read_string(value, key, ignored);
-  } else if (key == "store" || key == "parallel_tool_calls") {
+  } else if (key == "store") {
     bool flag = false;
     err = read_bool(value, key, flag);
   } else if (key == "metadata") {
@@ -238,7 +252,7 @@ std::expected<generation_request, api_error> parse_completion_request(std::strin
       err = read_string(value, key, suffix);
       if (!err && !suffix.empty()) err = bad_param(key, "'suffix' is not supported");
     } else {
-      err = unrecognized(key);
+      ignore(key, r);
     }
     if (err) return fail(std::move(*err));
   }
@@ -279,16 +293,14 @@ std::expected<generation_request, api_error> parse_chat_request(std::string_view
         err = wrong_type(key, "an object with a 'type'");
       else if (type != "text")
         err = bad_param(key, "response_format '" + std::string(type) + "' is not supported");
-    } else if (key == "tools" || key == "tool_choice" || key == "functions" || key == "function_call") {
-      const bool empty = value.type() == element_type::ARRAY && simdjson::dom::array(value).size() == 0;
-      const bool none = value.type() == element_type::STRING && std::string_view(value) == "none";
-      if (!empty && !none) err = bad_param(key, "tool and function calling is not supported");
+    } else if (api::read_chat_option(key, value, r.chat, err)) {
     } else {
-      err = unrecognized(key);
+      ignore(key, r);
     }
     if (err) return fail(std::move(*err));
   }
   if (!has_messages) return fail(bad_param("messages", "missing required argument 'messages'"));
+  if (auto err = api::check_chat_options(r.chat)) return fail(std::move(*err));
   if (top_logprobs && !r.logprobs)
     return fail(bad_param("top_logprobs", "top_logprobs needs logprobs set to true"));
   if (r.logprobs) r.params.logprobs = static_cast<int>(top_logprobs.value_or(0));

@@ -3,8 +3,11 @@
 // /tokenize and /detokenize parsed and validated (simdjson) into plain structs, and the OpenAI
 // error object every failure becomes. Pure functions: no sockets, so every bad input is unit-tested.
 //
-// Like OpenAI's API, an argument this server does not know is a 400 ("Unrecognized request
-// argument"), so a typo never silently changes what is generated.
+// A top-level argument this server does not know on the generation endpoints is accepted and
+// ignored, as vLLM does (clients written for llama.cpp or vLLM send cache_prompt, samplers, top_a...):
+// the request names them in ignored_fields, which the server logs once per client and reports in an
+// X-Ignored-Fields header. A known argument with a bad value is still a 400; /tokenize and
+// /detokenize still refuse unknown arguments.
 #include <cstddef>
 #include <cstdint>
 #include <expected>
@@ -63,6 +66,8 @@ struct generation_request {
   bool echo = false;                   // completions: the prompt's text before each choice's text
   bool logprobs = false;               // report logprobs (params.logprobs holds how many alternatives)
   std::string user;                    // accepted, logged by nobody
+  chat_options chat;                   // chat: tools, tool_choice, chat_template_kwargs, ...
+  std::vector<std::string> ignored_fields;  // unknown top-level arguments, in the body's order
 };
 
 std::expected<generation_request, api_error> parse_completion_request(std::string_view body, const parse_limits& limits);

@@ -31,22 +31,55 @@ void append_nullable(std::string& out, const std::optional<std::string>& s) {
   else out += "null";
 }
 
+void append_tool_call(std::string& out, const tool_call& call, bool stream) {
+  out += stream ? R"({"index":)" + std::to_string(call.index) + "," : std::string("{");
+  if (!call.id.empty()) {
+    out += R"("id":)";
+    json_append_string(out, call.id);
+    out += R"(,"type":"function","function":{"name":)";
+    json_append_string(out, call.name);
+    out += ',';
+  } else {
+    out += R"("function":{)";
+  }
+  out += R"("arguments":)";
+  json_append_string(out, call.arguments);
+  out += "}}";
+}
+
+void append_tool_calls(std::string& out, const std::vector<tool_call>& calls, bool stream) {
+  out += R"(,"tool_calls":[)";
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    if (i) out += ',';
+    append_tool_call(out, calls[i], stream);
+  }
+  out += ']';
+}
+
+// A chat choice's message (whole response) or delta (stream): content, reasoning_content, tool_calls.
+void append_chat_message(std::string& out, const choice_piece& c, bool stream) {
+  out += stream ? R"(,"delta":{)" : R"(,"message":{)";
+  if (c.with_role || !stream) out += R"("role":"assistant",)";
+  out += R"("content":)";
+  // A reply of tool calls only has a null content (OpenAI); a delta of reasoning or calls has none.
+  if (c.text.empty() && (!c.tool_calls.empty() || !c.reasoning.empty())) out += "null";
+  else json_append_string(out, c.text);
+  if (!c.reasoning.empty()) {
+    out += R"(,"reasoning_content":)";
+    json_append_string(out, c.reasoning);
+  }
+  if (!c.tool_calls.empty()) append_tool_calls(out, c.tool_calls, stream);
+  out += "}";
+}
+
 // One choice object; stream selects "delta" (chat) and a null finish_reason while running.
 void append_choice(std::string& out, endpoint kind, const choice_piece& c, const encode_options& o, bool stream) {
   out += R"({"index":)" + std::to_string(c.index);
   if (kind == endpoint::completions) {
     out += R"(,"text":)";
     json_append_string(out, c.text);
-  } else if (stream) {
-    out += R"(,"delta":{)";
-    if (c.with_role) out += R"("role":"assistant",)";
-    out += R"("content":)";
-    json_append_string(out, c.text);
-    out += "}";
   } else {
-    out += R"(,"message":{"role":"assistant","content":)";
-    json_append_string(out, c.text);
-    out += "}";
+    append_chat_message(out, c, stream);
   }
   out += R"(,"logprobs":)";
   if (o.logprobs && o.vocabulary && !c.ids.empty()) out += encode_logprobs(kind, c, *o.vocabulary);
@@ -91,6 +124,17 @@ std::string encode_error(const api_error& e) {
   out += R"(,"code":)";
   append_nullable(out, e.code.empty() ? std::nullopt : std::optional(e.code));
   out += "}}";
+  return out;
+}
+
+std::string ignored_fields_header(const std::vector<std::string>& names) {
+  constexpr std::size_t max_names = 16, max_name_bytes = 64;
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i) out += ", ";
+    if (i == max_names) return out + "...";
+    for (const char c : names[i].substr(0, max_name_bytes)) out += c > ' ' && c < 0x7f && c != ',' ? c : '?';
+  }
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api/openai_request.hpp"
+#include "pagedserve/generation_events.hpp"
 #include "pagedserve/request.hpp"
 #include "tokenizer/tokenizer.hpp"
 
@@ -31,6 +32,10 @@ struct choice_piece {
   std::optional<std::string> finish_reason;  // "stop" / "length" once finished, else null
   bool with_role = false;                // chat streaming: this is the choice's first delta
   std::size_t text_offset = 0;           // completions logprobs: text bytes before this piece's first token
+  std::string reasoning;                 // chat: reasoning_content
+  // chat: tool calls. In a stream chunk, a call with an id is a call's first delta (index, id, type,
+  // name, arguments as given: "" by OpenAI's convention); one without an id appends its arguments.
+  std::vector<tool_call> tool_calls;
 };
 
 // Everything encoders need beyond the pieces.
@@ -44,6 +49,9 @@ std::string new_response_id(endpoint kind);
 std::string_view finish_reason_text(finish_reason r);  // stop, length; cancelled -> "abort"
 
 std::string encode_error(const api_error& e);
+// The X-Ignored-Fields header's value: the names joined by ", ", each reduced to visible ASCII and
+// clipped (they are client text going into a header), at most 16 of them then "...".
+std::string ignored_fields_header(const std::vector<std::string>& names);
 // One stream chunk: object text_completion or chat.completion.chunk with one choice.
 std::string encode_chunk(const response_meta& m, const choice_piece& c, const encode_options& o);
 // The stream's last chunk with stream_options.include_usage: "choices": [] and the usage.

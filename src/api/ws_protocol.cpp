@@ -4,8 +4,10 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cmath>
 
+#include "api/chat_fields.hpp"
 #include "api/request_fields.hpp"
 #include "pagedserve/utf8.hpp"
 
@@ -40,7 +42,8 @@ bad_frame from_field_error(api::field_error e) {
   return {max_tokens ? "invalid_max_tokens" : "invalid_request", std::move(e.message)};
 }
 
-std::optional<bad_frame> read_params(simdjson::dom::object params, sampling_params& p) {
+std::optional<bad_frame> read_params(simdjson::dom::object params, sampling_params& p,
+                                    std::vector<std::string>& ignored) {
   for (auto [key, value] : params) {
     api::maybe_field_error err;
     std::int64_t logprobs = 0;
@@ -48,7 +51,7 @@ std::optional<bad_frame> read_params(simdjson::dom::object params, sampling_para
       err = api::read_integer(value, key, 0, 20, logprobs);
       p.logprobs = static_cast<int>(logprobs);
     } else if (!api::read_sampling_param(key, value, p, err)) {
-      return bad_frame{"unknown_field", "unknown field " + quote_client_text("params." + std::string(key))};
+      ignored.push_back("params." + std::string(key));
     }
     if (err) return from_field_error(std::move(*err));
   }
@@ -60,14 +63,21 @@ std::optional<bad_frame> read_messages(simdjson::dom::array messages, std::vecto
     if (m.type() != element_type::OBJECT) return wrong_type("messages", "an array of {role, content} objects");
     chat_message msg;
     for (auto [key, value] : simdjson::dom::object(m)) {
+      if (key == "tool_calls") {
+        if (auto err = api::read_message_tool_calls(value, msg.tool_calls_json)) return from_field_error(std::move(*err));
+        continue;
+      }
       if (value.type() != element_type::STRING)
         return bad_frame{"invalid_request", "field " + quote_client_text("messages[]." + std::string(key)) + " must be a string"};
       if (key == "role") msg.role = std::string_view(value);
       else if (key == "content") msg.content = std::string_view(value);
+      else if (key == "tool_call_id") msg.tool_call_id = std::string_view(value);
+      else if (key == "name") msg.name = std::string_view(value);
+      else if (key == "reasoning_content") msg.reasoning_content = std::string_view(value);
       else return bad_frame{"unknown_field", "unknown field " + quote_client_text("messages[]." + std::string(key))};
     }
-    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant")
-      return bad_frame{"invalid_request", "message role must be system, user or assistant"};
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool")
+      return bad_frame{"invalid_request", "message role must be system, user, assistant or tool"};
     out.push_back(std::move(msg));
   }
   if (out.empty()) return bad_frame{"invalid_request", "'messages' must not be empty"};
@@ -128,12 +138,15 @@ client_frame parse_client_frame(std::string_view text, const sampling_params& de
       has_messages = true;
     } else if (key == "params") {
       if (value.type() != element_type::OBJECT) err = wrong_type("params", "an object");
-      else err = read_params(simdjson::dom::object(value), g.params);
+      else err = read_params(simdjson::dom::object(value), g.params, g.ignored_fields);
     } else {
-      err = bad_frame{"unknown_field", "unknown field " + quote_client_text(key)};
+      api::maybe_field_error field_err;
+      if (!api::read_chat_option(key, value, g.chat, field_err)) g.ignored_fields.emplace_back(key);
+      if (field_err) err = from_field_error(std::move(*field_err));
     }
     if (err) return fail(std::move(*err));
   }
+  if (auto err = api::check_chat_options(g.chat)) return fail(from_field_error(std::move(*err)));
   if (g.prompt && has_messages) return fail({"invalid_request", "give either 'prompt' or 'messages', not both"});
   if (!g.prompt && !has_messages) return fail({"invalid_request", "missing field 'prompt' (or 'messages')"});
   return g;
@@ -142,8 +155,14 @@ client_frame parse_client_frame(std::string_view text, const sampling_params& de
 std::string encode_token_frame(std::string_view id, const token_event& e) {
   std::string out = R"({"type":"token","id":)";
   json_append_string(out, id);
-  out += R"(,"text":)";
-  json_append_string(out, e.text);
+  if (!e.text.empty() || e.reasoning.empty()) {
+    out += R"(,"text":)";
+    json_append_string(out, e.text);
+  }
+  if (!e.reasoning.empty()) {
+    out += R"(,"reasoning":)";
+    json_append_string(out, e.reasoning);
+  }
   out += R"(,"token_ids":[)";
   for (std::size_t i = 0; i < e.ids.size(); ++i) {
     if (i) out.push_back(',');
@@ -171,16 +190,64 @@ std::string encode_token_frame(std::string_view id, const token_event& e) {
   return out;
 }
 
-std::string encode_done_frame(std::string_view id, finish_reason reason, const usage& used, const request_timings& t) {
+namespace {
+
+// {"id","type":"function","function":{"name","arguments"}}, as OpenAI writes a call.
+void append_tool_call(std::string& out, const tool_call& call) {
+  out += R"({"id":)";
+  json_append_string(out, call.id);
+  out += R"(,"type":"function","function":{"name":)";
+  json_append_string(out, call.name);
+  out += R"(,"arguments":)";
+  json_append_string(out, call.arguments);
+  out += "}}";
+}
+
+}  // namespace
+
+std::string encode_tool_call_frame(std::string_view id, const tool_call& call) {
+  std::string out = R"({"type":"tool_call","id":)";
+  json_append_string(out, id);
+  out += R"(,"index":)" + std::to_string(call.index) + R"(,"tool_call":)";
+  append_tool_call(out, call);
+  out += "}";
+  return out;
+}
+
+std::string encode_done_frame(std::string_view id, const final_event& e, const std::vector<std::string>& ignored) {
+  const usage& used = e.used;
+  const request_timings& t = e.timings;
   std::string out = R"({"type":"done","id":)";
   json_append_string(out, id);
-  out += R"(,"finish_reason":")" + std::string(finish_reason_name(reason)) + '"';
+  out += R"(,"finish_reason":")" + std::string(client_finish_reason(e)) + '"';
   out += R"(,"usage":{"prompt_tokens":)" + std::to_string(used.prompt_tokens) +
          R"(,"completion_tokens":)" + std::to_string(used.completion_tokens) +
          R"(,"total_tokens":)" + std::to_string(used.prompt_tokens + used.completion_tokens) + "}";
   auto num = [](double v) { return std::isfinite(v) ? std::to_string(v) : std::string("0"); };
   out += R"(,"timings":{"ttft_ms":)" + num(t.time_to_first_token_ms) +
-         R"(,"total_ms":)" + num(t.total_ms) + R"(,"tokens_per_second":)" + num(t.tokens_per_second) + "}}";
+         R"(,"total_ms":)" + num(t.total_ms) + R"(,"tokens_per_second":)" + num(t.tokens_per_second) + "}";
+  if (!e.reasoning.empty()) {
+    out += R"(,"reasoning":)";
+    json_append_string(out, e.reasoning);
+  }
+  if (!e.tool_calls.empty()) {
+    out += R"(,"tool_calls":[)";
+    for (std::size_t i = 0; i < e.tool_calls.size(); ++i) {
+      if (i) out += ',';
+      append_tool_call(out, e.tool_calls[i]);
+    }
+    out += "]";
+  }
+  if (!ignored.empty()) {
+    out += R"(,"ignored_fields":[)";
+    constexpr std::size_t max_names = 16;  // a frame inventing many names gets a bounded answer
+    for (std::size_t i = 0; i < std::min(ignored.size(), max_names); ++i) {
+      if (i) out += ',';
+      json_append_string(out, utf8_prefix(ignored[i], max_quoted_bytes));
+    }
+    out += "]";
+  }
+  out += "}";
   return out;
 }
 

@@ -16,7 +16,10 @@
 
 namespace pagedserve {
 
-// {"type":"generate","id":...,"prompt":...|"messages":[...],"params":{...}} is a generate_command.
+// {"type":"generate","id":...,"prompt":...|"messages":[...],"params":{...}} is a generate_command;
+// a chat one may add tools, tool_choice, parallel_tool_calls, chat_template_kwargs, reasoning_effort
+// as the OpenAI API takes them. Unknown fields of a generate frame (and of its params) are ignored and
+// listed in ignored_fields ("params.<name>" for params), as the OpenAI endpoints do.
 // {"type":"cancel","id":...}
 struct cancel_command {
   std::string id;
@@ -33,9 +36,13 @@ using client_frame = std::variant<generate_command, cancel_command, protocol_err
 // defaults: what a generate command's params start from (the model's generation_config.json).
 client_frame parse_client_frame(std::string_view text, const sampling_params& defaults = {});
 
-// Server frames.
+// Server frames. A token frame carries new content in "text" and new reasoning in "reasoning" (one or
+// both); a tool_call frame one completed call; the done frame the whole reasoning, every call, and
+// the request's fields that were ignored.
 std::string encode_token_frame(std::string_view id, const token_event& event);
-std::string encode_done_frame(std::string_view id, finish_reason reason, const usage& used, const request_timings& t);
+std::string encode_tool_call_frame(std::string_view id, const tool_call& call);
+std::string encode_done_frame(std::string_view id, const final_event& e,
+                              const std::vector<std::string>& ignored_fields = {});
 std::string encode_error_frame(const std::optional<std::string>& id, std::string_view code, std::string_view message);
 // A request the engine ended with an error: its code from engine_error_table.
 std::string encode_error_frame(std::string_view id, const engine_failure& e);

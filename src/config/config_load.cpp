@@ -97,7 +97,8 @@ std::expected<config, std::vector<std::string>> config_load(const std::filesyste
         .field("max_decode_slowdown", c.engine.max_decode_slowdown)
         .field("prefix_caching", c.engine.prefix_caching).field("kv_cache_dtype", c.engine.kv_cache_dtype)
         .field("generation_config", c.engine.generation_config)
-        .field("special_tokens_in_content", c.engine.special_tokens_in_content);
+        .field("special_tokens_in_content", c.engine.special_tokens_in_content)
+        .field("reasoning_parser", c.engine.reasoning_parser);
     r.reject_unknown();
   }
   if (auto s = section("model")) {
@@ -152,6 +153,9 @@ std::vector<std::string> config_validate(const config& c) {
     e.push_back("engine.kv_cache_dtype must be f32 or f16 (got '" + c.engine.kv_cache_dtype + "')");
   if (c.engine.special_tokens_in_content != "parse" && c.engine.special_tokens_in_content != "text")
     e.push_back("engine.special_tokens_in_content must be parse or text (got '" + c.engine.special_tokens_in_content + "')");
+  if (c.engine.reasoning_parser != "auto" && c.engine.reasoning_parser != "qwen3" &&
+      c.engine.reasoning_parser != "deepseek_r1" && c.engine.reasoning_parser != "none")
+    e.push_back("engine.reasoning_parser must be auto, qwen3, deepseek_r1 or none (got '" + c.engine.reasoning_parser + "')");
   if (c.engine.threads < 0) e.push_back("engine.threads must be >= 0");
   if (c.engine.kernels != "auto" && c.engine.kernels != "scalar" && c.engine.kernels != "avx2" &&
       c.engine.kernels != "avx2_vnni" && c.engine.kernels != "avx512" && c.engine.kernels != "avx512_vnni" &&

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "chat/chat_template.hpp"
+#include "chat/tool_call_family.hpp"
 #include "pagedserve/config.hpp"
 #include "pagedserve/model.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -17,7 +18,13 @@ namespace pagedserve {
 struct chat_setup {
   chat_template renderer;
   std::optional<std::string> bos_token, eos_token;  // as the template names them
+  tool_call_family tool_calls = tool_call_family::none;  // the format its template writes calls in
+  bool writes_reasoning = false;                         // the template mentions <think>
 };
+
+// The chat setup of a template's source.
+chat_setup chat_setup_make(chat_template renderer, std::string_view source, std::optional<std::string> bos,
+                           std::optional<std::string> eos);
 
 struct served_model {
   std::shared_ptr<const model> weights;

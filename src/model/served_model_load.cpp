@@ -41,7 +41,8 @@ std::expected<served_model, std::string> served_gguf(const std::filesystem::path
     if (!renderer) return std::unexpected(path.string() + ": chat template: " + renderer.error());
     const tokenizer& t = *out.vocabulary;
     auto name = [&](token_id id) { return id >= 0 ? std::optional(t.token_text(id)) : std::nullopt; };
-    out.chat = std::make_shared<const chat_setup>(chat_setup{std::move(*renderer), name(t.bos_id()), name(t.eos_id())});
+    out.chat = std::make_shared<const chat_setup>(
+        chat_setup_make(std::move(*renderer), *text, name(t.bos_id()), name(t.eos_id())));
     template_phase.finish("parsed the chat template");
   }
   return out;
@@ -63,6 +64,14 @@ std::expected<served_model, std::string> served_hub_model(const model_paths& pat
 }
 
 }  // namespace
+
+chat_setup chat_setup_make(chat_template renderer, std::string_view source, std::optional<std::string> bos,
+                           std::optional<std::string> eos) {
+  chat_setup out{std::move(renderer), std::move(bos), std::move(eos)};
+  out.tool_calls = tool_call_family_detect(source);
+  out.writes_reasoning = source.find("<think>") != std::string_view::npos;
+  return out;
+}
 
 std::expected<served_model, std::string> served_model_load(const model_paths& paths, load_progress* progress) {
   if (paths.model.empty()) {
@@ -99,7 +108,8 @@ std::expected<served_model, std::string> served_model_load(const model_paths& pa
     if (cfg->chat_template) {
       auto renderer = chat_template::parse(*cfg->chat_template);
       if (!renderer) return std::unexpected(config_json.string() + ": chat template: " + renderer.error());
-      out.chat = std::make_shared<const chat_setup>(chat_setup{std::move(*renderer), cfg->bos_token, cfg->eos_token});
+      out.chat = std::make_shared<const chat_setup>(
+          chat_setup_make(std::move(*renderer), *cfg->chat_template, cfg->bos_token, cfg->eos_token));
     }
     template_phase.finish(out.chat ? "read tokenizer_config.json and parsed its chat template"
                                    : "read tokenizer_config.json (no chat template)");

@@ -11,6 +11,7 @@
 #include "net/http_router.hpp"
 #include "net/http_session.hpp"
 #include "net/sse_generation.hpp"
+#include "actors/logger.hpp"
 #include "api/openai_response.hpp"
 
 namespace pagedserve::net {
@@ -190,6 +191,9 @@ void http_api::serve_generation(const std::shared_ptr<http_session>& s, engine_a
                                                       : openai::parse_chat_request(req.body(), limits);
   if (!parsed) return s->respond_error(parsed.error());
   if (!model_known(e, parsed->model)) return s->respond_error(model_not_found(parsed->model));
+  if (const auto fresh = s->fields_to_warn(parsed->ignored_fields); !fresh.empty())
+    actor_logger("net")->warn("a client sent request fields this server ignores: {}",
+                              openai::ignored_fields_header(fresh));
   openai::response_meta meta;
   meta.kind = kind;
   meta.id = openai::new_response_id(kind);

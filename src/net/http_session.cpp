@@ -4,6 +4,8 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+
+#include <algorithm>
 #include <boost/asio/write.hpp>
 
 #include "actors/logger.hpp"
@@ -324,6 +326,18 @@ void http_session::respond_error(const openai::api_error& e) {
   header_list extra;
   if (e.status == 429 || e.status == 503) extra.emplace_back("Retry-After", "1");
   respond(static_cast<http::status>(e.status), "application/json", openai::encode_error(e), extra);
+}
+
+std::vector<std::string> http_session::fields_to_warn(const std::vector<std::string>& ignored) {
+  constexpr std::size_t max_warned = 64;
+  std::vector<std::string> fresh;
+  for (const std::string& name : ignored) {
+    if (warned_fields_.size() >= max_warned) break;
+    if (std::find(warned_fields_.begin(), warned_fields_.end(), name) != warned_fields_.end()) continue;
+    warned_fields_.push_back(name);
+    fresh.push_back(name);
+  }
+  return fresh;
 }
 
 }  // namespace pagedserve::net

@@ -75,6 +75,9 @@ class http_session : public drain_listener, public std::enable_shared_from_this<
   void respond_error(const openai::api_error& e);
   // The current request is answered over time by x (a generation), which calls finish_response.
   void begin_exchange(std::shared_ptr<http_exchange> x) { exchange_ = std::move(x); }
+  // Of the unknown request fields a client sent, those this connection has not warned about yet
+  // (a client is told once, not once per request); bounded, so a client making up names cannot grow it.
+  std::vector<std::string> fields_to_warn(const std::vector<std::string>& ignored);
   // Hands the socket to a WebSocket session on e once earlier responses are written.
   void upgrade(request req, engine_api& e);
 
@@ -121,6 +124,7 @@ class http_session : public drain_listener, public std::enable_shared_from_this<
   unsigned version_ = 11;
   std::string cors_origin_;   // Access-Control-Allow-Origin for this response; empty = none
   std::shared_ptr<http_exchange> exchange_;
+  std::vector<std::string> warned_fields_;  // fields_to_warn: names already warned about
 
   bool reading_ = false;
   bool read_stopped_ = false;  // no more requests will be read (upgrade, read error, closing)

@@ -59,6 +59,7 @@ void sse_generation::start() {
       c.prompt_index = static_cast<int>(p);
       if (chat) {
         command.messages = request_.messages;
+        command.chat = request_.chat;
       } else {
         const openai::prompt_input& in = request_.prompts[p];
         if (in.text) command.prompt = *in.text;
@@ -96,12 +97,11 @@ void sse_generation::on_tokens(std::size_t index, token_event e) {
   pending.ids.insert(pending.ids.end(), e.ids.begin(), e.ids.end());
   pending.logprobs.insert(pending.logprobs.end(), std::make_move_iterator(e.logprobs.begin()),
                           std::make_move_iterator(e.logprobs.end()));
+  pending.reasoning += e.reasoning;
+  pending.tool_calls.insert(pending.tool_calls.end(), std::make_move_iterator(e.tool_calls.begin()),
+                            std::make_move_iterator(e.tool_calls.end()));
   if (!request_.stream) return;
-  if (!head_sent_) {
-    session_->send(session_->head(http::status::ok, "text/event-stream", std::nullopt,
-                                  {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}}));
-    head_sent_ = true;
-  }
+  send_stream_head();
   flush();
 }
 
@@ -125,11 +125,24 @@ void sse_generation::on_final(std::size_t index, final_event e) {
     if (all_final()) respond_whole();
     return;
   }
-  if (!head_sent_ && all_final()) {  // every choice ended without a single token event
-    session_->send(session_->head(http::status::ok, "text/event-stream", std::nullopt, {{"Cache-Control", "no-cache"}}));
-    head_sent_ = true;
-  }
+  if (all_final()) send_stream_head();  // every choice may have ended without a single token event
   flush();
+}
+
+header_list sse_generation::response_headers() const {
+  header_list extra;
+  if (!request_.ignored_fields.empty())
+    extra.emplace_back("X-Ignored-Fields", openai::ignored_fields_header(request_.ignored_fields));
+  return extra;
+}
+
+void sse_generation::send_stream_head() {
+  if (head_sent_) return;
+  header_list extra = response_headers();
+  extra.emplace_back("Cache-Control", "no-cache");
+  extra.emplace_back("X-Accel-Buffering", "no");
+  session_->send(session_->head(http::status::ok, "text/event-stream", std::nullopt, extra));
+  head_sent_ = true;
 }
 
 void sse_generation::on_writable() { flush(); }
@@ -156,15 +169,27 @@ void sse_generation::flush() {
     const bool succeeded = c.final && c.final->reason && *c.final->reason != finish_reason::cancelled;
     const bool finishing = succeeded && !c.final_written;
     const bool has_logprobs = request_.logprobs && !c.pending.ids.empty();
-    if (!c.pending.text.empty() || has_logprobs || finishing) {
-      openai::choice_piece piece;
-      piece.index = static_cast<int>(i);
+    std::vector<openai::choice_piece> pieces;
+    if (!c.pending.text.empty() || !c.pending.reasoning.empty() || has_logprobs ||
+        (finishing && c.pending.tool_calls.empty())) {
+      openai::choice_piece& piece = pieces.emplace_back();
       piece.text = std::move(c.pending.text);
+      piece.reasoning = std::move(c.pending.reasoning);
       piece.ids = std::move(c.pending.ids);
       piece.logprobs = std::move(c.pending.logprobs);
+    }
+    // Each call as OpenAI streams it: its head (id, name, arguments ""), then its arguments.
+    for (tool_call& call : c.pending.tool_calls) {
+      std::string arguments = std::move(call.arguments);
+      call.arguments.clear();
+      pieces.emplace_back().tool_calls.push_back(call);
+      pieces.emplace_back().tool_calls.push_back({call.index, "", "", std::move(arguments)});
+    }
+    for (openai::choice_piece& piece : pieces) {
+      piece.index = static_cast<int>(i);
       piece.with_role = !completions && !c.started;
       piece.text_offset = c.text_offset;
-      if (finishing) piece.finish_reason = std::string(openai::finish_reason_text(*c.final->reason));
+      if (finishing && &piece == &pieces.back()) piece.finish_reason = finish_reason_of(*c.final);
       if (completions && request_.logprobs)
         for (const token_id id : piece.ids) c.text_offset += utf8_sanitize(engine_.vocabulary().token_text(id)).size();
       bytes += sse_event(openai::encode_chunk(meta_, piece, encode_));
@@ -200,11 +225,13 @@ void sse_generation::respond_whole() {
     piece.text = std::move(c.pending.text);
     piece.ids = std::move(c.pending.ids);
     piece.logprobs = std::move(c.pending.logprobs);
-    piece.finish_reason = std::string(openai::finish_reason_text(*c.final->reason));
+    piece.reasoning = std::move(c.pending.reasoning);
+    piece.tool_calls = std::move(c.pending.tool_calls);
+    piece.finish_reason = finish_reason_of(*c.final);
     pieces.push_back(std::move(piece));
   }
   const std::string body = openai::encode_response(meta_, pieces, total_usage(), encode_);
-  session_->send(session_->head(http::status::ok, "application/json", body.size()) + body);
+  session_->send(session_->head(http::status::ok, "application/json", body.size(), response_headers()) + body);
   finished_ = true;
   session_->finish_response();
 }
@@ -230,6 +257,11 @@ usage sse_generation::total_usage() const {
   }
   for (const int p : prompt_tokens) u.prompt_tokens += p;
   return u;
+}
+
+std::string sse_generation::finish_reason_of(const final_event& e) {
+  if (*e.reason == finish_reason::cancelled) return std::string(openai::finish_reason_text(*e.reason));
+  return std::string(client_finish_reason(e));
 }
 
 std::string sse_generation::sse_event(std::string_view payload) const {

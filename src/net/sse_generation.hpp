@@ -55,6 +55,9 @@ class sse_generation : public http_exchange, public std::enable_shared_from_this
   void respond_whole();    // non-stream: the JSON response once every choice ended
   void respond_error(const openai::api_error& e);
   usage total_usage() const;
+  void send_stream_head();            // once, before the first event
+  header_list response_headers() const;  // X-Ignored-Fields when the request had unknown fields
+  static std::string finish_reason_of(const final_event& e);  // "tool_calls" when the choice made calls
   std::string sse_event(std::string_view payload) const;  // "data: ...\n\n" as one HTTP chunk
   bool all_final() const { return n_final_ == choices_.size(); }
 

@@ -16,15 +16,16 @@ constexpr auto close_handshake_timeout = std::chrono::seconds(1);
 // One request's link: its events go to the session under the client's id for it.
 class ws_request_link : public client_link {
  public:
-  ws_request_link(std::shared_ptr<ws_session> session, std::string client_id)
-      : session_(std::move(session)), client_id_(std::move(client_id)) {}
+  ws_request_link(std::shared_ptr<ws_session> session, std::string client_id, std::vector<std::string> ignored)
+      : session_(std::move(session)), client_id_(std::move(client_id)), ignored_(std::move(ignored)) {}
   void send_tokens(token_event event) override { session_->send_tokens(client_id_, std::move(event)); }
-  void send_final(final_event event) override { session_->send_final(client_id_, std::move(event)); }
+  void send_final(final_event event) override { session_->send_final(client_id_, std::move(event), ignored_); }
   std::uint64_t client_key() const override { return session_->client_key(); }
 
  private:
   std::shared_ptr<ws_session> session_;
   std::string client_id_;
+  std::vector<std::string> ignored_;  // the request's unknown fields, named in its done frame
 };
 
 }  // namespace
@@ -139,7 +140,7 @@ void ws_session::handle_frame(const ws_frame_in& frame) {
   if (auto* cancel = std::get_if<ws_cancel>(&action)) return requests_.at(cancel->id)->cancel();
   generate_command& gen = std::get<ws_start>(action).command;
   std::string client_id = gen.id;
-  auto link = std::make_shared<ws_request_link>(shared_from_this(), client_id);
+  auto link = std::make_shared<ws_request_link>(shared_from_this(), client_id, std::move(gen.ignored_fields));
   requests_.emplace(std::move(client_id), engine_.submit(std::move(gen), std::move(link),
                                                          std::chrono::seconds(config_.request_timeout_seconds)));
 }
@@ -147,33 +148,44 @@ void ws_session::handle_frame(const ws_frame_in& frame) {
 void ws_session::send_tokens(const std::string& client_id, token_event event) {
   asio::post(ws_.get_executor(), [self = shared_from_this(), id = client_id, e = std::move(event)]() mutable {
     if (self->closed_ || self->ending_.contains(id)) return;
-    // A client reading slower than the engine writes gets several tokens per frame: merge into this
-    // request's last queued token frame when nothing of it follows and it is not being written.
-    for (auto it = self->outbound_.rbegin(); it != self->outbound_.rend(); ++it) {
-      if (it->client_id != id) continue;
-      const bool in_flight = self->writing_ && std::next(it) == self->outbound_.rend();
-      if (it->frame.empty() && !in_flight) {
-        self->outbound_bytes_ -= frame_bytes(*it);
-        token_event& open = it->tokens;
-        open.text += e.text;
-        open.ids.insert(open.ids.end(), e.ids.begin(), e.ids.end());
-        open.logprobs.insert(open.logprobs.end(), e.logprobs.begin(), e.logprobs.end());
-        self->outbound_bytes_ += frame_bytes(*it);
-        if (self->outbound_bytes_ > self->config_.max_outbound_bytes) self->end_slow_client();
-        return;
-      }
-      break;
-    }
-    self->enqueue({{}, std::move(id), std::move(e)});
+    // Completed tool calls follow the text before them, each as its own frame (encoded now, so
+    // nothing later merges ahead of it).
+    std::vector<tool_call> calls = std::move(e.tool_calls);
+    e.tool_calls.clear();
+    self->queue_tokens(id, std::move(e));
+    for (const tool_call& call : calls) self->enqueue({encode_tool_call_frame(id, call), id, {}});
   });
 }
 
-void ws_session::send_final(const std::string& client_id, final_event event) {
-  asio::post(ws_.get_executor(), [self = shared_from_this(), id = client_id, e = std::move(event)]() mutable {
+void ws_session::queue_tokens(const std::string& id, token_event e) {
+  if (e.text.empty() && e.reasoning.empty() && e.ids.empty()) return;
+  // A client reading slower than the engine writes gets several tokens per frame: merge into this
+  // request's last queued token frame when nothing of it follows and it is not being written.
+  for (auto it = outbound_.rbegin(); it != outbound_.rend(); ++it) {
+    if (it->client_id != id) continue;
+    const bool in_flight = writing_ && std::next(it) == outbound_.rend();
+    if (it->frame.empty() && !in_flight) {
+      outbound_bytes_ -= frame_bytes(*it);
+      token_event& open = it->tokens;
+      open.text += e.text;
+      open.reasoning += e.reasoning;
+      open.ids.insert(open.ids.end(), e.ids.begin(), e.ids.end());
+      open.logprobs.insert(open.logprobs.end(), e.logprobs.begin(), e.logprobs.end());
+      outbound_bytes_ += frame_bytes(*it);
+      if (outbound_bytes_ > config_.max_outbound_bytes) end_slow_client();
+      return;
+    }
+    break;
+  }
+  enqueue({{}, id, std::move(e)});
+}
+
+void ws_session::send_final(const std::string& client_id, final_event event, const std::vector<std::string>& ignored) {
+  asio::post(ws_.get_executor(), [self = shared_from_this(), id = client_id, e = std::move(event), ignored]() mutable {
     self->requests_.erase(id);
     self->ending_.erase(id);
     if (self->requests_.empty()) self->last_activity_ = std::chrono::steady_clock::now();
-    self->enqueue({e.reason ? encode_done_frame(id, *e.reason, e.used, e.timings) : encode_error_frame(id, e.error),
+    self->enqueue({e.reason ? encode_done_frame(id, e, ignored) : encode_error_frame(id, e.error),
                    {}, {}});
     if (self->draining_ && self->requests_.empty()) self->close_after_writes("server shutting down");
   });
@@ -212,7 +224,8 @@ void ws_session::enqueue(outbound_frame item) {
 std::size_t ws_session::frame_bytes(const outbound_frame& f) {
   // An open token frame is not encoded yet: its text, ~8 bytes per id and the envelope.
   if (!f.frame.empty()) return f.frame.size();
-  return 64 + f.client_id.size() + f.tokens.text.size() + 8 * f.tokens.ids.size() + 64 * f.tokens.logprobs.size();
+  return 64 + f.client_id.size() + f.tokens.text.size() + f.tokens.reasoning.size() + 8 * f.tokens.ids.size() +
+         64 * f.tokens.logprobs.size();
 }
 
 void ws_session::end_slow_client() {

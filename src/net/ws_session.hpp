@@ -37,7 +37,7 @@ class ws_session : public drain_listener, public std::enable_shared_from_this<ws
 
   // The events of the request the client calls client_id (through its link, ws_session.cpp); any thread.
   void send_tokens(const std::string& client_id, token_event event);
-  void send_final(const std::string& client_id, final_event event);
+  void send_final(const std::string& client_id, final_event event, const std::vector<std::string>& ignored_fields);
   std::uint64_t client_key() const { return slot_->client_key(); }
   void on_drain() override;
 
@@ -53,6 +53,8 @@ class ws_session : public drain_listener, public std::enable_shared_from_this<ws
     token_event tokens;
   };
   void enqueue(outbound_frame item);
+  // Token text and reasoning: merged into the request's open token frame when one is queued last.
+  void queue_tokens(const std::string& id, token_event e);
   void enqueue_error(const std::optional<std::string>& id, std::string_view code, std::string_view message);
   void do_write();
   void on_write(beast::error_code ec, std::size_t bytes);

@@ -39,7 +39,8 @@ class recording_link : public std::enable_shared_from_this<recording_link> {
     recorded_request& r = requests_[id];
     const std::string_view type(e["type"]);
     if (type == "token") {
-      r.text += std::string_view(e["text"]);
+      std::string_view text;  // absent from a frame of reasoning only
+      if (e["text"].get(text) == simdjson::SUCCESS) r.text += text;
       for (auto v : e["token_ids"].get_array()) r.ids.push_back(static_cast<token_id>(int64_t(v)));
     } else if (type == "done") {
       ++r.n_final;
@@ -65,7 +66,7 @@ class recording_link : public std::enable_shared_from_this<recording_link> {
     request_link(std::shared_ptr<recording_link> rec, std::string id) : rec_(std::move(rec)), id_(std::move(id)) {}
     void send_tokens(token_event event) override { rec_->record(encode_token_frame(id_, event)); }
     void send_final(final_event e) override {
-      rec_->record(e.reason ? encode_done_frame(id_, *e.reason, e.used, e.timings) : encode_error_frame(id_, e.error));
+      rec_->record(e.reason ? encode_done_frame(id_, e) : encode_error_frame(id_, e.error));
       std::lock_guard lock(rec_->mutex_);
       ++rec_->n_ended_;
     }

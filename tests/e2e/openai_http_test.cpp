@@ -193,9 +193,10 @@ TEST(openai_http, error_statuses) {
   auto bad_field = ask(http_post_bytes("/v1/chat/completions", R"({"messages":"hi"})"));
   EXPECT_EQ(bad_field.status, 400);
   EXPECT_EQ(error_code_of(bad_field), "invalid_type");
-  auto unknown_arg = ask(http_post_bytes("/v1/completions", R"({"prompt":"x","max_tokenz":3})"));
-  EXPECT_EQ(unknown_arg.status, 400);
-  EXPECT_EQ(error_code_of(unknown_arg), "unknown_parameter");
+  // Unknown arguments are ignored (as vLLM does) and named in a header.
+  auto unknown_arg = ask(http_post_bytes("/v1/completions", R"({"prompt":"x","max_tokens":2,"max_tokenz":3,"cache_prompt":true})"));
+  EXPECT_EQ(unknown_arg.status, 200) << unknown_arg.body;
+  EXPECT_EQ(unknown_arg.header("x-ignored-fields"), "max_tokenz, cache_prompt");
   auto too_long = ask(http_post_bytes("/v1/completions", R"({"prompt":"x","max_tokens":100000})"));
   EXPECT_EQ(too_long.status, 400);
   EXPECT_EQ(error_code_of(too_long), "invalid_max_tokens");

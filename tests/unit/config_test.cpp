@@ -69,6 +69,19 @@ TEST(config, special_tokens_in_content_is_read_and_checked) {
   EXPECT_NE(errors.front().find("special_tokens_in_content must be parse or text"), std::string::npos) << errors.front();
 }
 
+TEST(config, reasoning_parser_is_read_and_checked) {
+  EXPECT_EQ(config{}.engine.reasoning_parser, "auto");  // from the chat template, as documented
+  auto c = config_load(write_temp("r.json", R"({"engine":{"reasoning_parser":"deepseek_r1"}})"));
+  ASSERT_TRUE(c.has_value()) << c.error().front();
+  EXPECT_EQ(c->engine.reasoning_parser, "deepseek_r1");
+  EXPECT_TRUE(config_validate(*c).empty());
+  auto wrong = config_load(write_temp("w.json", R"({"engine":{"reasoning_parser":"o1"}})"));
+  ASSERT_TRUE(wrong.has_value());
+  const auto errors = config_validate(*wrong);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors.front().find("reasoning_parser must be auto, qwen3, deepseek_r1 or none"), std::string::npos);
+}
+
 TEST(config, the_replica_name_is_read_and_checked) {
   auto c = config_load(write_temp("f.json", R"({"server":{"replica_name":"gpu-less-1"}})"));
   ASSERT_TRUE(c.has_value()) << c.error().front();

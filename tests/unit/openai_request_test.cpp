@@ -170,11 +170,29 @@ TEST(openai_request, completion_rejections_name_the_argument) {
   EXPECT_EQ(completion_error(R"({"prompt":"x","stream":true,"stream_options":{"bogus":true}})").param, "stream_options");
   EXPECT_EQ(completion_error(R"({"prompt":"x","best_of":3,"n":2})").param, "best_of");
   EXPECT_EQ(completion_error(R"({"prompt":"x","suffix":"end"})").param, "suffix");
-  const api_error unknown = completion_error(R"({"prompt":"x","max_tokenz":3})");
-  EXPECT_EQ(unknown.status, 400);
-  EXPECT_EQ(unknown.code, "unknown_parameter");
-  EXPECT_EQ(unknown.param, "max_tokenz");
-  EXPECT_EQ(unknown.type, "invalid_request_error");
+}
+
+// Fields other servers define are accepted and named (vLLM's policy); known fields keep their checks.
+TEST(openai_request, unknown_fields_are_ignored_and_named) {
+  auto c = parse_completion_request(R"({"prompt":"x","cache_prompt":true,"samplers":["top_k"],"n_probs":3,)"
+                                    R"("max_tokens":4,"top_a":0.5})",
+                                    limits);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->ignored_fields, (std::vector<std::string>{"cache_prompt", "samplers", "n_probs", "top_a"}));
+  EXPECT_EQ(c->params.max_tokens, 4);
+  auto chat = parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"echo":true,"cache_prompt":1})", limits);
+  ASSERT_TRUE(chat) << chat.error().message;
+  EXPECT_EQ(chat->ignored_fields, (std::vector<std::string>{"echo", "cache_prompt"}));
+  // null counts as absent, so it is not named either
+  auto none = parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"cache_prompt":null})", limits);
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->ignored_fields.empty());
+  // A known field's bad value is still a 400, whatever else the body holds.
+  EXPECT_EQ(completion_error(R"({"prompt":"x","cache_prompt":true,"temperature":"hot"})").param, "temperature");
+  // /tokenize keeps refusing what it does not know.
+  auto t = parse_tokenize_request(R"({"prompt":"x","cache_prompt":true})");
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.error().code, "unknown_parameter");
 }
 
 TEST(openai_request, chat_messages_and_logprobs) {
@@ -211,10 +229,10 @@ TEST(openai_request, chat_rejections) {
   EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})").param,
             "messages[].content");
   EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})").param, "top_logprobs");
-  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})").param, "tools");
+  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})").param, "tools[].function");
   EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})").param,
             "response_format");
-  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"echo":true})").code, "unknown_parameter");
+  EXPECT_EQ(chat_error(R"({"messages":[{"role":"user","content":"x"}],"functions":[]})").param, "functions");
 }
 
 TEST(openai_request, tokenize_and_detokenize) {

@@ -68,8 +68,6 @@ TEST(ws_protocol, bad_frames_get_stable_codes) {
   EXPECT_EQ(code_of(R"({"type":"generate","id":"x","prompt":"p","messages":[{"role":"user","content":"c"}]})"),
             "invalid_request");
   EXPECT_EQ(code_of(R"({"type":"dance","id":"x"})"), "unknown_type");
-  EXPECT_EQ(code_of(R"({"type":"generate","id":"x","prompt":"p","colour":"red"})"), "unknown_field");
-  EXPECT_EQ(code_of(R"({"type":"generate","id":"x","prompt":"p","params":{"beam":2}})"), "unknown_field");
   EXPECT_EQ(code_of(R"({"type":"generate","id":"x","prompt":"p","params":{"max_tokens":"ten"}})"), "invalid_request");
   EXPECT_EQ(code_of(R"({"type":"generate","id":"x","prompt":"p","params":{"max_tokens":0}})"), "invalid_max_tokens");
   EXPECT_EQ(code_of(R"({"type":"generate","id":"x","prompt":"p","params":{"max_tokens":-3}})"), "invalid_max_tokens");
@@ -92,9 +90,7 @@ TEST(ws_protocol, client_text_quoted_in_errors_is_clipped_on_a_code_point) {
   EXPECT_EQ(f.message, "unknown type '" + std::string(64, 't') + "...' (expected generate or cancel)");
   std::string key = "a";  // 1 + 2k bytes: 64 falls inside an "é" (2 bytes)
   while (key.size() < 4000) key += "é";
-  for (const std::string& frame : {R"({"type":"generate","id":"x","prompt":"p",")" + key + R"(":1})",
-                                   R"({"type":"cancel","id":"x",")" + key + R"(":1})",
-                                   R"({"type":"generate","id":"x","prompt":"p","params":{")" + key + R"(":1}})",
+  for (const std::string& frame : {R"({"type":"cancel","id":"x",")" + key + R"(":1})",
                                    R"({"type":"generate","id":"x","messages":[{")" + key + R"(":"c"}]})"}) {
     auto e = std::get<protocol_error>(parse_client_frame(frame));
     EXPECT_EQ(e.code, "unknown_field");
@@ -125,7 +121,10 @@ TEST(ws_protocol, server_frames_are_valid_json_for_any_text) {
   ASSERT_EQ(parser.parse(t).get(e), simdjson::SUCCESS) << t;
   EXPECT_EQ(std::string_view(e["text"]), nasty);
   EXPECT_EQ(std::string_view(e["id"]), "id\"1");
-  const std::string d = encode_done_frame("x", finish_reason::cancelled, {3, 4}, {});
+  final_event cancelled;
+  cancelled.reason = finish_reason::cancelled;
+  cancelled.used = {3, 4};
+  const std::string d = encode_done_frame("x", cancelled);
   ASSERT_EQ(parser.parse(d).get(e), simdjson::SUCCESS) << d;
   EXPECT_EQ(std::string_view(e["finish_reason"]), "cancelled");
   EXPECT_EQ(int64_t(e["usage"]["total_tokens"]), 7);
@@ -156,6 +155,69 @@ TEST(ws_protocol, token_frames_with_non_finite_logprobs_are_valid_json) {
   EXPECT_EQ(double(e["logprobs"].at(1)["top"].at(0).at(1)), -0.25);  // finite values keep their digits
   EXPECT_EQ(t.find("inf"), std::string::npos) << t;
   EXPECT_EQ(t.find("nan"), std::string::npos) << t;
+}
+
+// Unknown fields of a generate frame and of its params are ignored and named (reported in the done
+// frame), as the OpenAI endpoints do; a known field's bad value is still refused.
+TEST(ws_protocol, unknown_generate_fields_are_ignored_and_named) {
+  auto f = parse_client_frame(R"({"type":"generate","id":"x","prompt":"p","colour":"red","params":{"beam":2,"max_tokens":3}})");
+  auto* g = std::get_if<generate_command>(&f);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->ignored_fields, (std::vector<std::string>{"colour", "params.beam"}));
+  EXPECT_EQ(g->params.max_tokens, 3);
+  final_event done;
+  done.reason = finish_reason::stop;
+  const std::string d = encode_done_frame("x", done, g->ignored_fields);
+  simdjson::dom::parser parser;
+  simdjson::dom::element e;
+  ASSERT_EQ(parser.parse(d).get(e), simdjson::SUCCESS) << d;
+  EXPECT_EQ(simdjson::minify(e["ignored_fields"]), R"(["colour","params.beam"])");
+  EXPECT_TRUE(std::holds_alternative<protocol_error>(
+      parse_client_frame(R"({"type":"generate","id":"x","prompt":"p","colour":"red","params":{"top_p":7}})")));
+}
+
+TEST(ws_protocol, tools_and_tool_messages_in_a_generate_frame) {
+  auto f = parse_client_frame(
+      R"({"type":"generate","id":"t","messages":[{"role":"user","content":"w?"},)"
+      R"({"role":"assistant","content":"","tool_calls":[{"id":"call_1","type":"function","function":{"name":"w","arguments":"{}"}}]},)"
+      R"({"role":"tool","tool_call_id":"call_1","content":"sunny"}],)"
+      R"("tools":[{"type":"function","function":{"name":"w"}}],"tool_choice":"required",)"
+      R"("chat_template_kwargs":{"enable_thinking":false}})");
+  auto* g = std::get_if<generate_command>(&f);
+  ASSERT_NE(g, nullptr) << std::get<protocol_error>(f).message;
+  EXPECT_EQ(g->chat.tool_choice, tool_choice_mode::required);
+  EXPECT_EQ(g->messages[2].tool_call_id, "call_1");
+  EXPECT_FALSE(g->messages[1].tool_calls_json.empty());
+  EXPECT_EQ(g->chat.template_kwargs_json, R"({"enable_thinking":false})");
+}
+
+TEST(ws_protocol, reasoning_tool_call_and_done_frames) {
+  simdjson::dom::parser parser;
+  token_event thought;
+  thought.reasoning = "hmm";
+  simdjson::dom::element e = parser.parse(encode_token_frame("r", thought));
+  EXPECT_EQ(std::string_view(e["reasoning"]), "hmm");
+  EXPECT_EQ(e["text"].error(), simdjson::NO_SUCH_FIELD);  // a frame of reasoning only
+  token_event both{"answer", {5}, {}};
+  both.reasoning = "r";
+  e = parser.parse(encode_token_frame("r", both));
+  EXPECT_EQ(std::string_view(e["text"]), "answer");
+  EXPECT_EQ(std::string_view(e["reasoning"]), "r");
+  const tool_call call{0, "call_q", "get_weather", R"({"city":"Oslo"})"};
+  e = parser.parse(encode_tool_call_frame("r", call));
+  EXPECT_EQ(std::string_view(e["type"]), "tool_call");
+  EXPECT_EQ(std::string_view(e["id"]), "r");
+  EXPECT_EQ(int64_t(e["index"]), 0);
+  EXPECT_EQ(std::string_view(e["tool_call"]["function"]["name"]), "get_weather");
+  final_event done;
+  done.reason = finish_reason::stop;
+  done.reasoning = "all of it";
+  done.tool_calls.push_back(call);
+  e = parser.parse(encode_done_frame("r", done));
+  EXPECT_EQ(std::string_view(e["finish_reason"]), "tool_calls");
+  EXPECT_EQ(std::string_view(e["reasoning"]), "all of it");
+  EXPECT_EQ(std::string_view(e["tool_calls"].at(0)["id"]), "call_q");
+  EXPECT_EQ(e["ignored_fields"].error(), simdjson::NO_SUCH_FIELD);
 }
 
 }  // namespace
