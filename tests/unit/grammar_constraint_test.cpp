@@ -67,12 +67,12 @@ void walk(const std::shared_ptr<const grammar>& g, const std::shared_ptr<const t
 
 void check_vocabulary(const tokenizer& tok, int stride) {
   auto vocab = vocabulary_of(tok);
-  auto object = test::compiled(kind::json_schema, R"({"type":"object","properties":{"name":{"type":"string","maxLength":12},
+  auto object = grammar_test::compiled(kind::json_schema, R"({"type":"object","properties":{"name":{"type":"string","maxLength":12},
     "n":{"type":"integer","minimum":0,"maximum":500},"tags":{"type":"array","items":{"enum":["a","é€"]},"maxItems":3}},
     "required":["name","n"],"additionalProperties":false})");
   walk(object, vocab, R"({"name": "héllo wörld", "n": 42, "tags": ["é€", "a"]})", stride);
-  walk(test::compiled(kind::regex, R"([A-Z][a-z]+ \d{1,3})"), vocab, "Hello 123", stride);
-  walk(test::compiled(kind::json_object, ""), vocab, "{\"a\": [1, 2.5e3, null, true], \"b\": {\"c\": \"\\n\"}}", stride);
+  walk(grammar_test::compiled(kind::regex, R"([A-Z][a-z]+ \d{1,3})"), vocab, "Hello 123", stride);
+  walk(grammar_test::compiled(kind::json_object, ""), vocab, "{\"a\": [1, 2.5e3, null, true], \"b\": {\"c\": \"\\n\"}}", stride);
 }
 
 TEST(grammar_constraint, sentencepiece_with_byte_fallback) {
@@ -107,7 +107,7 @@ TEST(grammar_constraint, masks_logits_to_minus_infinity) {
   PAGEDSERVE_REQUIRE_DATA(path);
   auto tok = llama2c_tokenizer_load(path, 512);
   ASSERT_TRUE(tok);
-  grammar_constraint c(test::compiled(kind::regex, "yes|no"), vocabulary_of(**tok));
+  grammar_constraint c(grammar_test::compiled(kind::regex, "yes|no"), vocabulary_of(**tok));
   std::vector<float> logits(520, 1.0f);  // the model's rows may be wider than the vocabulary
   c.mask(logits.data(), static_cast<int>(logits.size()));
   for (token_id t = 0; t < 520; ++t) {

@@ -80,7 +80,7 @@ TEST(gbnf, escapes_comments_and_multiline_rules) {
 }
 
 TEST(gbnf, recursion_nests_and_tail_recursion_stays_flat) {
-  auto g = parsed(R"(root ::= "(" root ")" | "x")");
+  auto g = parsed(R"g(root ::= "(" root ")" | "x")g");
   EXPECT_TRUE(matches(g, "((x))"));
   EXPECT_FALSE(matches(g, "((x)"));
   // A million-byte repetition does not grow the stacks (tail calls).
@@ -109,7 +109,7 @@ TEST(gbnf, must_end_when_nothing_can_follow) {
 }
 
 TEST(gbnf, errors_name_the_problem_and_where) {
-  EXPECT_EQ(error_of("root ::= \"a\"\nfoo ::= bar"), "line 2, column 8: undefined rule 'bar'");
+  EXPECT_EQ(error_of("root ::= \"a\"\nfoo ::= bar"), "line 2, column 9: undefined rule 'bar'");
   EXPECT_EQ(error_of("root ::= \"a"), "line 1, column 10: unterminated string literal");
   EXPECT_EQ(error_of("root ::= [a-"), "line 1, column 10: unterminated character class");
   EXPECT_EQ(error_of("root ::= (\"a\""), "line 1, column 10: unclosed '('");

@@ -5,6 +5,7 @@
 // function of the previous token, through the real sampler and token masks of both tokenizer kinds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <random>

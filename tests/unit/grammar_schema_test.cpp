@@ -8,9 +8,9 @@
 namespace pagedserve::grammar {
 namespace {
 
-using test::compile_error;
-using test::compiled;
-using test::matches;
+using grammar_test::compile_error;
+using grammar_test::compiled;
+using grammar_test::matches;
 using kind = output_format::kind;
 
 TEST(json_schema, object_with_required_and_optional_properties) {

@@ -5,7 +5,7 @@
 #include "grammar/grammar_matcher.hpp"
 #include "grammar/output_format_compiler.hpp"
 
-namespace pagedserve::grammar::test {
+namespace pagedserve::grammar::grammar_test {
 
 inline std::shared_ptr<const grammar> compiled(output_format::kind type, std::string spec) {
   auto g = compile_output_format({type, std::move(spec), "", ""});
@@ -23,4 +23,4 @@ inline bool matches(const std::shared_ptr<const grammar>& g, std::string_view s)
   return m.accept(s) && m.can_end();
 }
 
-}  // namespace pagedserve::grammar::test
+}  // namespace pagedserve::grammar::grammar_test

@@ -54,7 +54,7 @@ TEST(output_format_fields, errors_name_the_field_and_the_problem) {
   EXPECT_EQ(unsupported.param, "response_format");
   EXPECT_NE(unsupported.message.find("unsupported JSON schema keyword 'uniqueItems'"), std::string::npos);
   EXPECT_NE(chat_error(R"("grammar":"root ::= (")").message.find("line 1, column 10"), std::string::npos);
-  EXPECT_EQ(chat_error(R"("guided_regex":"(?=a)")").param, "guided_regex");
+  EXPECT_EQ(chat_error(R"x("guided_regex":"(?=a)")x").param, "guided_regex");
   EXPECT_EQ(chat_error(R"("response_format":{"type":"json_schema"})").param, "response_format");
   EXPECT_EQ(chat_error(R"("guided_choice":[])").param, "guided_choice");
   EXPECT_NE(chat_error(R"("guided_regex":"a","grammar":"root ::= \"a\"")").message.find("only one"), std::string::npos);
