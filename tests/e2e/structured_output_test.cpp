@@ -31,7 +31,8 @@ std::pair<std::string, std::string> output_of(const raw_response& r, bool chat, 
     simdjson::dom::element choice;
     if (parser.parse(json)["choices"].at(0).get(choice) != simdjson::SUCCESS) return;
     std::string_view piece, reason;
-    const auto holder = chat ? choice[stream ? "delta" : "message"] : simdjson::simdjson_result<simdjson::dom::element>(choice);
+    simdjson::dom::element holder = choice;
+    if (chat && choice[stream ? "delta" : "message"].get(holder) != simdjson::SUCCESS) return;
     if (holder[chat ? "content" : "text"].get(piece) == simdjson::SUCCESS) text += piece;
     if (choice["finish_reason"].get(reason) == simdjson::SUCCESS) finish = reason;
   };
