@@ -17,15 +17,13 @@ grammar_constraint::grammar_constraint(std::shared_ptr<const grammar> g, std::sh
 
 const std::vector<std::uint64_t>& grammar_constraint::allowed() {
   if (current_mask_) return *current_mask_;
-  const auto& state = matcher_.current();
-  std::string key(state.size() * sizeof(std::uint32_t), '\0');
-  std::memcpy(key.data(), state.data(), key.size());
-  auto it = masks_.find(key);
+  const grammar_matcher::set_id state = matcher_.current_set();
+  auto it = masks_.find(state);
   if (it == masks_.end()) {
     if (masks_.size() >= max_cached_masks) masks_.clear();
     std::vector<std::uint64_t> bits((vocab_->size() + 63) / 64, 0);
     compute(bits);
-    it = masks_.emplace(std::move(key), std::move(bits)).first;
+    it = masks_.emplace(state, std::move(bits)).first;
   }
   current_mask_ = &it->second;
   return *current_mask_;
@@ -37,7 +35,7 @@ void grammar_constraint::compute(std::vector<std::uint64_t>& bits) {
   // the grammar refuses rules out every following token that shares it.
   const auto& sorted = vocab_->sorted();
   if (levels_.empty()) levels_.resize(1);
-  levels_[0] = matcher_.current();
+  levels_[0] = matcher_.current_set();
   std::size_t valid = 0;  // levels_[0..valid] hold the current token's prefix states
   for (std::size_t i = 0; i < sorted.size();) {
     const std::string& bytes = vocab_->bytes(sorted[i]);
@@ -45,8 +43,8 @@ void grammar_constraint::compute(std::vector<std::uint64_t>& bits) {
     bool ok = true;
     for (; d < bytes.size(); ++d) {
       if (levels_.size() <= d + 1) levels_.resize(d + 2);
-      matcher_.advance(levels_[d], static_cast<unsigned char>(bytes[d]), levels_[d + 1]);
-      if (levels_[d + 1].empty()) {
+      levels_[d + 1] = matcher_.step(levels_[d], static_cast<unsigned char>(bytes[d]));
+      if (levels_[d + 1] == 0) {
         ok = false;
         break;
       }

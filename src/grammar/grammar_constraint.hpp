@@ -31,9 +31,9 @@ class grammar_constraint final : public token_constraint {
 
   grammar_matcher matcher_;
   std::shared_ptr<const token_vocabulary> vocab_;
-  std::unordered_map<std::string, std::vector<std::uint64_t>> masks_;  // matcher state -> allowed
-  const std::vector<std::uint64_t>* current_mask_ = nullptr;           // for the current state
-  std::vector<grammar_matcher::state> levels_;                          // walk scratch, per depth
+  std::unordered_map<grammar_matcher::set_id, std::vector<std::uint64_t>> masks_;  // state -> allowed
+  const std::vector<std::uint64_t>* current_mask_ = nullptr;                       // the current state's
+  std::vector<grammar_matcher::set_id> levels_;                                     // walk scratch, per depth
 };
 
 }  // namespace pagedserve::grammar

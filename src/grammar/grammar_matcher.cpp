@@ -1,17 +1,43 @@
 #include "grammar/grammar_matcher.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace pagedserve::grammar {
 
 namespace {
 constexpr std::uint32_t no_pos = 0xFFFFFFFFu;
+constexpr grammar_matcher::set_id unknown = 0xFFFFFFFFu;
 }
 
 grammar_matcher::grammar_matcher(std::shared_ptr<const grammar> g) : grammar_(std::move(g)) {
   nodes_.push_back({no_pos, 0, 0});  // id 0: the empty stack
-  for (std::uint32_t start : grammar_->alternatives[grammar_->root]) expand(intern(start, 0), current_);
-  normalise(current_);
+  intern_set({});                    // set 0: the empty set
+  state start;
+  for (std::uint32_t alt : grammar_->alternatives[grammar_->root]) expand(intern(alt, 0), start);
+  normalise(start);
+  current_ = intern_set(std::move(start));
+}
+
+grammar_matcher::set_id grammar_matcher::intern_set(state s) {
+  std::string key(s.size() * sizeof(std::uint32_t), '\0');
+  if (!s.empty()) std::memcpy(key.data(), s.data(), key.size());
+  auto [it, fresh] = set_ids_.try_emplace(std::move(key), static_cast<set_id>(sets_.size()));
+  if (fresh) {
+    sets_.push_back(std::move(s));
+    transitions_.emplace_back();
+    transitions_.back().fill(unknown);
+  }
+  return it->second;
+}
+
+grammar_matcher::set_id grammar_matcher::step(set_id from, unsigned char b) {
+  if (set_id known = transitions_[from][b]; known != unknown) return known;
+  state next;
+  advance(sets_[from], b, next);
+  const set_id to = intern_set(std::move(next));  // may grow transitions_: index again below
+  transitions_[from][b] = to;
+  return to;
 }
 
 std::uint32_t grammar_matcher::intern(std::uint32_t pos, std::uint32_t parent) {
@@ -68,26 +94,30 @@ void grammar_matcher::advance(const state& from, unsigned char b, state& to) {
 }
 
 bool grammar_matcher::accept(std::string_view bytes) {
-  state s = current_, next;
+  set_id s = current_;
   for (char c : bytes) {
-    advance(s, static_cast<unsigned char>(c), next);
-    if (next.empty()) return false;
-    s.swap(next);
+    s = step(s, static_cast<unsigned char>(c));
+    if (s == 0) return false;
   }
-  current_ = std::move(s);
+  current_ = s;
   return true;
 }
 
 bool grammar_matcher::compact_if_large() {
-  if (nodes_.size() < max_arena_nodes) return false;
+  if (nodes_.size() < max_arena_nodes && sets_.size() < max_interned_sets) return false;
+  const state live = current();
   // Copy the live stacks (bottom first) into a fresh arena; the memo is rebuilt on demand.
   std::vector<node> old = std::move(nodes_);
   nodes_.clear();
   interned_.clear();
   steps_.clear();
+  sets_.clear();
+  set_ids_.clear();
+  transitions_.clear();
   nodes_.push_back({no_pos, 0, 0});
+  intern_set({});
   state fresh;
-  for (std::uint32_t n : current_) {
+  for (std::uint32_t n : live) {
     std::vector<std::uint32_t> chain;
     for (std::uint32_t k = n; k != 0; k = old[k].parent) chain.push_back(old[k].pos);
     std::uint32_t id = 0;
@@ -95,7 +125,7 @@ bool grammar_matcher::compact_if_large() {
     fresh.push_back(id);
   }
   normalise(fresh);
-  current_ = std::move(fresh);
+  current_ = intern_set(std::move(fresh));
   return true;
 }
 
