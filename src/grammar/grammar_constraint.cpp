@@ -67,8 +67,12 @@ void grammar_constraint::compute(std::vector<std::uint64_t>& bits) {
 void grammar_constraint::mask(float* logits, int n_vocab) {
   const auto& bits = allowed();
   const int n = std::min(n_vocab, vocab_->size());
-  for (int i = 0; i < n; ++i)
-    if (!((bits[i >> 6] >> (i & 63)) & 1)) logits[i] = -std::numeric_limits<float>::infinity();
+  for (int word = 0; word * 64 < n; ++word) {
+    if (bits[word] == ~std::uint64_t{0}) continue;  // inside a string most words allow all 64
+    const int end = std::min(n, word * 64 + 64);
+    for (int i = word * 64; i < end; ++i)
+      if (!((bits[word] >> (i & 63)) & 1)) logits[i] = -std::numeric_limits<float>::infinity();
+  }
   for (int i = n; i < n_vocab; ++i) logits[i] = -std::numeric_limits<float>::infinity();
 }
 
