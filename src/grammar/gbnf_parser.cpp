@@ -150,11 +150,13 @@ class gbnf_parser {
         seq.insert(seq.end(), any.begin(), any.end());
         have_item = true;
       } else if (c == '(') {
+        if (++nesting_ > max_group_nesting) throw parse_failure{at, "groups nested too deep"};
         ++pos_;
         const std::uint32_t group = builder_.new_rule(rule_name);
         builder_.define(group, parse_alternatives(rule_name, true));
         skip_space();
         if (!consume(")")) throw parse_failure{at, "unclosed '('"};
+        --nesting_;
         item_start = seq.size();
         seq.push_back(grammar_builder::ref(group));
         have_item = true;
@@ -273,6 +275,7 @@ class gbnf_parser {
 
   std::string_view text_;
   std::size_t pos_ = 0;
+  int nesting_ = 0;
   grammar_builder builder_;
   std::unordered_map<std::string, std::size_t> first_use_;
 };

@@ -38,5 +38,7 @@ struct grammar {
 // Limits that keep a pathological grammar from costing unbounded time or memory.
 inline constexpr std::size_t max_grammar_elements = 1 << 20;  // after quantifiers are expanded
 inline constexpr int max_repetition = 10000;                  // the largest n of {m,n}
+inline constexpr std::size_t max_grammar_rules = 50000;       // helper rules included
+inline constexpr int max_group_nesting = 256;                 // parentheses inside parentheses
 
 }  // namespace pagedserve::grammar

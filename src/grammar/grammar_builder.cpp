@@ -1,7 +1,6 @@
 #include "grammar/grammar_builder.hpp"
 
 #include <algorithm>
-#include <functional>
 
 #include "pagedserve/utf8.hpp"
 
@@ -180,7 +179,7 @@ std::expected<grammar, std::string> grammar_builder::finish(std::string_view roo
     return std::unexpected("no rule named '" + std::string(root_name) + "'");
   for (std::size_t r = 0; r < rules_.size(); ++r)
     if (!defined_[r]) return std::unexpected("undefined rule '" + names_[r] + "'");
-  if (n_elements_ > max_grammar_elements) return std::unexpected("grammar too large");
+  if (n_elements_ > max_grammar_elements || rules_.size() > max_grammar_rules) return std::unexpected("grammar too large");
   // Nullable rules, to the fixpoint; then left recursion (a rule reachable from itself without
   // consuming a byte) would make the matcher expand forever, so it is refused.
   const std::size_t n = rules_.size();
@@ -205,22 +204,27 @@ std::expected<grammar, std::string> grammar_builder::finish(std::string_view roo
         left[r].push_back(e.index);
         if (!nullable[e.index]) break;
       }
+  // Depth-first, with an explicit stack: a long chain of rules must not overflow the thread's.
   std::vector<int> colour(n, 0);  // 0 unvisited, 1 on the path, 2 done
-  std::string cycle;
-  std::function<bool(std::uint32_t)> visit = [&](std::uint32_t r) {
-    colour[r] = 1;
-    for (std::uint32_t next : left[r]) {
-      if (colour[next] == 1) {
-        cycle = names_[next];
-        return false;
+  for (std::uint32_t first = 0; first < n; ++first) {
+    if (colour[first] != 0) continue;
+    std::vector<std::pair<std::uint32_t, std::size_t>> path{{first, 0}};  // rule, next edge
+    colour[first] = 1;
+    while (!path.empty()) {
+      auto& [r, edge] = path.back();
+      if (edge == left[r].size()) {
+        colour[r] = 2;
+        path.pop_back();
+        continue;
       }
-      if (colour[next] == 0 && !visit(next)) return false;
+      const std::uint32_t next = left[r][edge++];
+      if (colour[next] == 1) return std::unexpected("left recursion through rule '" + names_[next] + "'");
+      if (colour[next] == 0) {
+        colour[next] = 1;
+        path.emplace_back(next, 0);
+      }
     }
-    colour[r] = 2;
-    return true;
-  };
-  for (std::uint32_t r = 0; r < n; ++r)
-    if (colour[r] == 0 && !visit(r)) return std::unexpected("left recursion through rule '" + cycle + "'");
+  }
 
   grammar g;
   g.sets = sets_;

@@ -404,6 +404,8 @@ std::expected<std::string, std::string> json_schema_to_gbnf(std::string_view sch
     return schema_compiler(root).compile();
   } catch (const compile_error& e) {
     return std::unexpected(e.message);
+  } catch (const simdjson::simdjson_error& e) {  // a value of an unexpected type somewhere
+    return std::unexpected(std::string("the schema has a value of the wrong type: ") + e.what());
   }
 }
 

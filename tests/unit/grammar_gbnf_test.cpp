@@ -123,5 +123,14 @@ TEST(gbnf, errors_name_the_problem_and_where) {
   EXPECT_EQ(error_of(""), "line 1, column 1: empty grammar");
 }
 
+TEST(gbnf, hostile_grammars_are_refused_not_crashed_on) {
+  EXPECT_NE(error_of("root ::= " + std::string(100000, '(') + "\"a\"" + std::string(100000, ')')).find("nested too deep"),
+            std::string::npos);
+  std::string chain = "root ::= r0\n";
+  for (int i = 0; i < 60000; ++i) chain += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + " | \"x\"\n";
+  chain += "r60000 ::= \"y\"\n";
+  EXPECT_EQ(error_of(chain), "grammar too large");
+}
+
 }  // namespace
 }  // namespace pagedserve::grammar
