@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <set>
@@ -226,7 +227,10 @@ class schema_compiler {
     if (open) {
       const std::string value = additional && additional->is_object() ? visit(*additional, hint + "-additional", depth + 1)
                                                                       : "json-value";
-      items.push_back({"json-string ws \":\" ws " + value + " ws", true, true});
+      std::vector<std::string> declared;
+      for (const auto& [name, schema] : properties) declared.push_back(name);
+      for (const auto& name : required) declared.push_back(name);
+      items.push_back({key_other_than(declared, hint) + " ws \":\" ws " + value + " ws", true, true});
     }
     std::string after = "\"\"", start = "\"\"";
     for (std::size_t k = items.size(); k-- > 0;) {
@@ -245,6 +249,49 @@ class schema_compiler {
       }
     }
     return define(hint, "\"{\" ws (" + start + ") \"}\"");
+  }
+
+  // A JSON string that is none of `names`, so an additional property never repeats a declared one
+  // (llama.cpp's construction): a trie of the names, each node ending the string only where no name
+  // ends, or leaving the trie on any other character. Keys written this way use no escapes, so
+  // text equality is key equality. Names that would need escapes fall back to any string.
+  std::string key_other_than(const std::vector<std::string>& names, const std::string& hint) {
+    if (names.empty()) return "json-string";
+    for (const std::string& name : names)
+      for (char c : name)
+        if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7F || c == '"' || c == '\\')
+          return "json-string";
+    struct trie_node {
+      std::map<char, int> children;
+      bool is_name = false;
+    };
+    std::vector<trie_node> trie(1);
+    for (const std::string& name : names) {
+      int at = 0;
+      for (char c : name) {
+        auto it = trie[at].children.find(c);
+        if (it == trie[at].children.end()) {
+          trie.emplace_back();
+          it = trie[at].children.emplace(c, static_cast<int>(trie.size()) - 1).first;
+        }
+        at = it->second;
+      }
+      trie[at].is_name = true;
+    }
+    auto rule_for = [&](auto& self, int at) -> std::string {
+      std::string body, excluded;
+      for (const auto& [c, child] : trie[at].children) {
+        body += (body.empty() ? "" : " | ") + gbnf_literal(std::string(1, c)) + " " + self(self, child);
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "\\x%02X", static_cast<unsigned char>(c));
+        excluded += hex;
+      }
+      if (!trie[at].is_name) body += (body.empty() ? "" : " | ") + std::string("\"\\\"\"");
+      body += (body.empty() ? "" : " | ") + std::string("[^\"\\\\\\x00-\\x1F\\x7F") + excluded +
+              "] json-plain-char* \"\\\"\"";
+      return define(hint + "-key", body);
+    };
+    return "(\"\\\"\" " + rule_for(rule_for, 0) + ")";
   }
 
   static std::string json_quoted(const std::string& name) {
@@ -374,7 +421,7 @@ class schema_compiler {
   element root_;
   std::string rules_text_;
   std::set<std::string> names_ = {"root", "ws", "json-value", "json-object", "json-array", "json-string",
-                                  "json-char", "json-number", "json-unsigned-number", "json-int", "json-bool", "json-null"};
+                                  "json-char", "json-plain-char", "json-number", "json-unsigned-number", "json-int", "json-bool", "json-null"};
   std::map<std::string, std::string> refs_;  // $ref target -> rule
 };
 
@@ -386,7 +433,8 @@ json-value ::= json-object | json-array | json-string | json-number | json-bool 
 json-object ::= "{" ws (json-string ws ":" ws json-value ws ("," ws json-string ws ":" ws json-value ws)*)? "}"
 json-array ::= "[" ws (json-value ws ("," ws json-value ws)*)? "]"
 json-string ::= "\"" json-char* "\""
-json-char ::= [^"\\\x00-\x1F\x7F] | "\\" (["\\/bfnrt] | "u" [0-7] [0-9a-fA-F]{3})
+json-char ::= json-plain-char | "\\" (["\\/bfnrt] | "u" [0-7] [0-9a-fA-F]{3})
+json-plain-char ::= [^"\\\x00-\x1F\x7F]
 json-number ::= "-"? json-unsigned-number
 json-unsigned-number ::= ("0" | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,2})?
 json-int ::= "-"? ("0" | [1-9] [0-9]{0,15})

@@ -41,6 +41,16 @@ TEST(json_schema, additional_properties_and_no_required) {
   EXPECT_FALSE(matches(none, R"({,"b":2})"));
 }
 
+TEST(json_schema, additional_keys_never_repeat_declared_ones) {
+  auto g = compiled(kind::json_schema, R"({"type":"object","properties":{"a":{"type":"integer"},"ab":{"type":"null"}}})");
+  EXPECT_TRUE(matches(g, R"({"a":1,"b":"x","abc":[],"":0,"é":1})"));
+  EXPECT_FALSE(matches(g, R"({"\u0061":1})"));  // extra keys are written without escapes
+  EXPECT_TRUE(matches(g, R"({"zz":1})"));
+  EXPECT_FALSE(matches(g, R"({"a":1,"a":"x"})"));
+  EXPECT_FALSE(matches(g, R"({"ab":"x"})"));
+  EXPECT_FALSE(matches(g, R"({"a":"x"})"));
+}
+
 TEST(json_schema, arrays_enums_and_unions) {
   auto g = compiled(kind::json_schema, R"({"type":"array","items":{"enum":["x",1,null]},"minItems":1,"maxItems":3})");
   EXPECT_TRUE(matches(g, R"(["x"])"));
