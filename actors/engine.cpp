@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "actors/request_actor.hpp"
+#include "grammar/token_vocabulary.hpp"
 #include "pagedserve/check.hpp"
 #include "kv/kv_cache.hpp"
 
@@ -78,7 +79,9 @@ engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const mod
                                   .max_waiting_per_client = config.max_waiting_per_client}),
       executor_(model_, executor_options{config.kv_blocks, config.block_size, config.max_num_batched_tokens,
                                          config.threads, kernels::kernel_table_select(config.kernels),
-                                         kv_cache_type(config.kv_cache_dtype)}) {
+                                         kv_cache_type(config.kv_cache_dtype),
+                                         std::make_shared<const grammar::token_vocabulary>(
+                                             grammar::token_vocabulary_from(*tokenizer_, stop_ids_))}) {
   max_prompt_bytes_ = 4 * longest_token_bytes(*tokenizer_) * static_cast<std::size_t>(max_sequence_tokens());
   kv_.connect(scheduler_);
   scheduler_.connect(kv_, executor_, &metrics_);

@@ -3,6 +3,8 @@
 #include <tbb/parallel_for.h>
 
 #include "actors/logger.hpp"
+#include "grammar/grammar_constraint.hpp"
+#include "grammar/output_format_compiler.hpp"
 #include "pagedserve/check.hpp"
 
 namespace pagedserve {
@@ -13,6 +15,7 @@ executor_actor::executor_actor(std::shared_ptr<const model> m, const executor_op
       cache_(model_->config.n_layers, o.n_blocks, o.block_size, model_->config.n_kv_heads, model_->config.head_size(), o.kv_type),
       forward_(*model_, *o.kernels, o.max_tokens_per_step),
       arena_(o.threads > 0 ? o.threads : tbb::task_arena::automatic),
+      vocabulary_(o.vocabulary),
       log_(actor_logger("exec")) {
   log_->info("KV cache: {} blocks of {} tokens, {} elements, {:.1f} MiB; kernels {}; arena {} threads", o.n_blocks,
              o.block_size, dtype_name(cache_.type()), cache_.bytes() / 1048576.0, kernels::isa_name(o.kernels->which), arena_.max_concurrency());
@@ -25,6 +28,18 @@ executor_actor::~executor_actor() {
   if (thread_.joinable()) thread_.join();
 }
 
+void executor_actor::start_sequence(const sequence_started& s) {
+  sampler& created = samplers_.insert_or_assign(s.id, sampler(*s.params, s.seed, s.prompt)).first->second;
+  if (s.params->format.type == output_format::kind::none || !vocabulary_) return;
+  // The API compiled (and cached) this format when it validated the request: this is a lookup.
+  auto g = grammar::compile_output_format_cached(s.params->format);
+  if (!g) {
+    log_->error("request {}: output format does not compile: {}", s.id.value, g.error());
+    return;
+  }
+  created.constrain(std::make_unique<grammar::grammar_constraint>(*g, vocabulary_));
+}
+
 void executor_actor::on(execute_step m) {
   using clock = std::chrono::steady_clock;
   const auto received = clock::now();
@@ -32,7 +47,7 @@ void executor_actor::on(execute_step m) {
     gap_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(received - last_step_end_).count(),
                       std::memory_order_relaxed);
   for (request_id id : m.dropped) samplers_.erase(id);
-  for (const sequence_started& s : m.started) samplers_.insert_or_assign(s.id, sampler(*s.params, s.seed, s.prompt));
+  for (const sequence_started& s : m.started) start_sequence(s);
 
   for (const auto& [from, to] : m.block_copies) cache_.copy_block(from, to);
 

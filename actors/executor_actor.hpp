@@ -23,6 +23,10 @@
 
 namespace pagedserve {
 
+namespace grammar {
+class token_vocabulary;
+}
+
 struct executor_options {
   int n_blocks = 0;
   int block_size = 16;
@@ -30,6 +34,9 @@ struct executor_options {
   int threads = 0;  // TBB arena size; 0 = all cores
   const kernels::kernel_table* kernels = nullptr;
   dtype kv_type = dtype::f32;  // the KV cache's elements: f32 or f16
+  // The tokens' bytes for constrained decoding (shared by every request); null: structured output
+  // requests are sampled unconstrained.
+  std::shared_ptr<const grammar::token_vocabulary> vocabulary;
 };
 
 // Holds the executor's own io_context; a base so it exists before the actor's strand is made on it.
@@ -45,6 +52,10 @@ class executor_actor : private executor_thread_context, public actor<executor_ac
 
   void on(execute_step m);
 
+ private:
+  void start_sequence(const sequence_started& s);
+ public:
+
   // Time spent computing steps, and time idle between two steps that followed each other (the
   // scheduler's and allocator's turnaround: what overlap hides). Readable from any thread.
   double busy_seconds() const { return busy_ns_.load(std::memory_order_relaxed) * 1e-9; }
@@ -56,6 +67,7 @@ class executor_actor : private executor_thread_context, public actor<executor_ac
   kv_cache cache_;
   forward_pass forward_;
   tbb::task_arena arena_;
+  std::shared_ptr<const grammar::token_vocabulary> vocabulary_;
   std::unordered_map<request_id, sampler> samplers_;
   mailbox_ref<scheduler_mailbox>* scheduler_ = nullptr;
   std::shared_ptr<spdlog::logger> log_;

@@ -1,5 +1,7 @@
 #include "actors/request_actor.hpp"
 
+#include "grammar/output_format_compiler.hpp"
+
 #include <algorithm>
 #include <random>
 
@@ -147,6 +149,10 @@ std::optional<std::string> request_actor::prepare_output(const std::vector<token
   if (!constraint) return constraint.error();
   command_.params.format = {output_format::kind::json_schema, std::move(constraint->schema),
                             std::move(constraint->prefix), std::move(constraint->suffix)};
+  // Compiled here, off the executor (which then finds it cached): a tool whose parameters schema the
+  // decoder cannot enforce is refused, never served unconstrained.
+  if (auto compiled = grammar::compile_output_format_cached(command_.params.format); !compiled)
+    return "tool_choice cannot be enforced: " + compiled.error();
   return std::nullopt;
 }
 

@@ -36,6 +36,10 @@ pagedserve_layer(sampling FILES src/sampling/* include/pagedserve/sampling.hpp
   USES base)
 pagedserve_layer(tokenizer FILES src/tokenizer/*
   USES base formats THIRD_PARTY simdjson pcre2 icu spdlog)
+# Constrained decoding: GBNF, JSON Schema and regex compiled to byte grammars, and the token masks
+# the sampler applies (a sampling token_constraint over a tokenizer's vocabulary).
+pagedserve_layer(grammar FILES src/grammar/*
+  USES base sampling tokenizer THIRD_PARTY simdjson icu)  # icu: through utf8.hpp
 pagedserve_layer(chat FILES src/chat/*
   USES base tokenizer THIRD_PARTY simdjson icu)  # icu: through utf8.hpp
 pagedserve_layer(hub FILES src/hub/*
@@ -56,14 +60,14 @@ pagedserve_layer(api
   FILES src/api/* include/pagedserve/engine_api.hpp
     include/pagedserve/engine_error.hpp include/pagedserve/engine_status.hpp include/pagedserve/client_link.hpp
     include/pagedserve/generate_command.hpp include/pagedserve/generation_events.hpp
-  USES base sampling tokenizer metrics THIRD_PARTY simdjson icu)  # icu: through utf8.hpp
+  USES base sampling tokenizer grammar metrics THIRD_PARTY simdjson icu)  # icu: through utf8.hpp
 pagedserve_layer(actors FILES actors/*
-  USES base config formats kernels kv sampling tokenizer chat model sched metrics api THIRD_PARTY asio tbb spdlog)
+  USES base config formats kernels kv sampling tokenizer grammar chat model sched metrics api THIRD_PARTY asio tbb spdlog)
 pagedserve_layer(net FILES src/net/*
   USES base config sampling tokenizer metrics api actors THIRD_PARTY asio beast spdlog icu)  # icu: through utf8.hpp
 # The program: main(), flag parsing, the offline tools.
 pagedserve_layer(app FILES src/*.cpp src/*.hpp PROGRAM_SOURCES src/main.cpp
-  USES base config formats kernels kv sampling tokenizer chat hub model sched metrics api actors net
+  USES base config formats kernels kv sampling tokenizer grammar chat hub model sched metrics api actors net
   THIRD_PARTY asio tbb spdlog)
 # Known violations, each being removed by other work: empty this list as that work lands.
 # gguf_tokenizer_from and gguf_chat_template are declared in the model's gguf_model.hpp though the

@@ -28,11 +28,13 @@ class decoder {
     pos_ = prefix;
   }
 
-  void step() {
+  // One decode step; the logits, one row of vocab_size per stream.
+  float* step() {
     step_batch b;
     for (int s = 0; s < streams_; ++s) append(b, s, pos_, 1);
-    fwd_.run(b, cache_);
+    float* logits = fwd_.run(b, cache_);
     if (++pos_ == context) pos_ = prefix;
+    return logits;
   }
 
   // Bytes of weights one decode step reads: the chosen experts are approximated by all experts any

@@ -7,6 +7,7 @@ packages=(build-essential cmake ninja-build pkg-config git ccache
           chromium  # the chat page's browser test (tests/browser) drives Debian's chromium
           openssl  # hub downloads over HTTPS (libssl-dev above); the CLI makes the HTTPS tests' certificate
           nginx-light curl  # replicas behind nginx: tests/e2e/replicas_nginx_test.cpp, scripts/replicas.sh
+          python3-jsonschema  # validates constrained-decoding outputs: tests/unit/grammar_property_test.cpp
           clang-19 libclang-rt-19-dev)  # libFuzzer (fuzz/); clang-14 cannot compile libstdc++ 12's std::expected
 missing=()
 for p in "${packages[@]}"; do

@@ -2,6 +2,7 @@
 // Per-request sampling: penalties and logit bias, then greedy or temperature with top-k, top-p and
 // min-p, seeded for reproducibility; optionally the log-probabilities of the choice and its rivals.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -51,6 +52,15 @@ struct token_logprobs {
   std::vector<std::pair<token_id, float>> top;  // most likely first
 };
 
+// Restricts which tokens may come next (constrained decoding, src/grammar): the sampler masks the
+// logits with it before drawing, and tells it the token drawn.
+class token_constraint {
+ public:
+  virtual ~token_constraint() = default;
+  virtual void mask(float* logits, int n_vocab) = 0;  // forbidden tokens' logits become -inf
+  virtual void accept(token_id id) = 0;
+};
+
 class sampler {
  public:
   // prompt: the sequence's prompt ids (repetition penalty covers them).
@@ -58,6 +68,8 @@ class sampler {
   // Picks the next token from logits[n_vocab] and remembers it for the penalties. May modify logits.
   token_id sample(float* logits, int n_vocab, token_logprobs* logprobs_out = nullptr);
   bool wants_logprobs() const { return n_logprobs_ >= 0; }
+  // From now on, draws only tokens the constraint allows (logprobs stay the raw distribution's).
+  void constrain(std::unique_ptr<token_constraint> c) { constraint_ = std::move(c); }
 
  private:
   void apply_penalties_and_bias(float* logits, int n_vocab) const;
@@ -72,6 +84,7 @@ class sampler {
   std::unordered_map<token_id, int> generated_counts_;  // output token -> occurrences
   std::unordered_map<token_id, bool> seen_;             // prompt or output token (repetition penalty)
   std::vector<std::pair<float, token_id>> candidates_;  // reused scratch
+  std::unique_ptr<token_constraint> constraint_;        // null: any token
 };
 
 token_id argmax(const float* logits, int n);

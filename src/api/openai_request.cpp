@@ -287,12 +287,6 @@ std::expected<generation_request, api_error> parse_chat_request(std::string_view
     } else if (key == "top_logprobs") {
       err = read_integer(value, key, 0, 20, i);
       top_logprobs = i;
-    } else if (key == "response_format") {
-      std::string_view type;
-      if (value.type() != element_type::OBJECT || value["type"].get(type) != simdjson::SUCCESS)
-        err = wrong_type(key, "an object with a 'type'");
-      else if (type != "text")
-        err = bad_param(key, "response_format '" + std::string(type) + "' is not supported");
     } else if (api::read_chat_option(key, value, r.chat, err)) {
     } else {
       ignore(key, r);

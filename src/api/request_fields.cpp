@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "api/output_format_fields.hpp"
+
 namespace pagedserve::api {
 namespace {
 
@@ -88,7 +90,9 @@ maybe_field_error read_integer(element e, std::string_view param, std::int64_t l
 bool read_sampling_param(std::string_view key, element value, sampling_params& p, maybe_field_error& err) {
   double d = 0;
   std::int64_t i = 0;
-  if (key == "max_tokens" || key == "max_completion_tokens") {
+  if (read_output_format_field(key, value, p, err)) {
+    return true;
+  } else if (key == "max_tokens" || key == "max_completion_tokens") {
     err = read_integer(value, key, 1, std::numeric_limits<std::int32_t>::max(), i);
     p.max_tokens = static_cast<int>(i);
   } else if (key == "temperature") {

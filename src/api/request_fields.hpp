@@ -38,7 +38,8 @@ maybe_field_error read_integer(element e, std::string_view param, std::int64_t l
 
 // The sampling parameters of sampling_params: max_tokens (or OpenAI's max_completion_tokens),
 // temperature, top_p, top_k, min_p, presence/frequency/repetition penalties, seed, stop, ignore_eos,
-// cache_salt. False when key is none of them; otherwise err is set if the value is bad.
+// cache_salt, and the structured-output fields (api/output_format_fields.hpp). False when key is
+// none of them; otherwise err is set if the value is bad.
 bool read_sampling_param(std::string_view key, element value, sampling_params& p, maybe_field_error& err);
 
 }  // namespace pagedserve::api

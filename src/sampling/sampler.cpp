@@ -139,8 +139,10 @@ token_id sampler::sample(float* logits, int n, token_logprobs* logprobs_out) {
   std::vector<float> raw;
   if (logprobs_out && n_logprobs_ >= 0) raw.assign(logits, logits + n);
   apply_penalties_and_bias(logits, n);
+  if (constraint_) constraint_->mask(logits, n);
   const token_id chosen = temperature_ <= 0.0f ? argmax(logits, n) : sample_at_temperature(logits, n);
   if (!raw.empty()) fill_logprobs(raw.data(), n, chosen, n_logprobs_, *logprobs_out);
+  if (constraint_) constraint_->accept(chosen);
   ++generated_counts_[chosen];
   if (repetition_ != 1.0f) seen_[chosen] = true;
   return chosen;

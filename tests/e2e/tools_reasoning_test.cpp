@@ -3,7 +3,7 @@
 // close a <think> by themselves, so what is checked is what the server controls: the prompt the
 // template renders (usage.prompt_tokens), the second half of a tool round trip (assistant tool_calls
 // and a tool message sent back), reasoning split off by --reasoning-parser, and clients' extra fields.
-// The openai npm client's round trip (tests/e2e/openai/tools.test.mjs) runs from here, as it needs
+// The openai npm client's round trip (tests/e2e/openai/tools_round_trip.mjs) runs from here, as it needs
 // this model. Forcing a call (tool_choice required) is tool_choice_forced_test.cpp's.
 #include <gtest/gtest.h>
 #include <simdjson.h>
@@ -190,14 +190,14 @@ TEST_F(tools_reasoning, extra_fields_are_ignored_named_and_logged_once) {
 }
 
 // The official openai npm client against this model: a tool round trip's second half, streaming and
-// not (tests/e2e/openai/tools.test.mjs), when node and the client (npm ci in tests/e2e/openai) are here.
+// not (tests/e2e/openai/tools_round_trip.mjs), when node and the client (npm ci in tests/e2e/openai) are here.
 TEST_F(tools_reasoning, openai_npm_client_round_trip) {
   const std::filesystem::path dir = std::filesystem::path(PAGEDSERVE_SOURCE_DIR) / "tests/e2e/openai";
   if (!std::filesystem::exists(dir / "node_modules/openai"))
     GTEST_SKIP() << "the openai npm client is not installed (npm ci --prefix tests/e2e/openai): skipping";
   const auto r = run_process({"/usr/bin/env", "PAGEDSERVE_QWEN3_MODEL=" + model_.string(),
                               "PAGEDSERVE_BINARY=" + test::server_binary().string(), "node", "--test",
-                              (dir / "tools.test.mjs").string()},
+                              (dir / "tools_round_trip.mjs").string()},
                              std::chrono::seconds(120));
   ASSERT_TRUE(r.exited) << r.out << r.err;
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;

@@ -3,6 +3,8 @@
 // them) and the tool's answer; chat_template_kwargs reaching the template (Qwen3's enable_thinking);
 // and the forced-call constraint built from the tools.
 #include <gtest/gtest.h>
+
+#include "grammar/output_format_compiler.hpp"
 #include <simdjson.h>
 
 #include "chat/chat_template.hpp"
@@ -121,6 +123,18 @@ TEST(tool_call_schema, required_allows_any_tool_in_the_family_shape) {
   auto mistral = tool_call_constraint_build(tool_call_family::mistral, tools_json, std::nullopt);
   ASSERT_TRUE(mistral);
   EXPECT_EQ(mistral->prefix + "{...}" + mistral->suffix, "[TOOL_CALLS][{...}]");
+}
+
+// What the request actor hands the constrained decoder compiles, for every family and choice.
+TEST(tool_call_schema, every_family_s_forced_call_compiles_to_a_grammar) {
+  for (const auto family : {tool_call_family::hermes, tool_call_family::llama3_json, tool_call_family::mistral})
+    for (const std::optional<std::string_view> name : {std::optional<std::string_view>{}, std::optional<std::string_view>{"get_weather"}}) {
+      auto c = tool_call_constraint_build(family, tools_json, name);
+      ASSERT_TRUE(c) << c.error();
+      const output_format f{output_format::kind::json_schema, c->schema, c->prefix, c->suffix};
+      auto g = grammar::compile_output_format_cached(f);
+      EXPECT_TRUE(g) << (g ? "" : g.error()) << "\n" << c->schema;
+    }
 }
 
 TEST(tool_call_schema, refusals) {

@@ -25,6 +25,7 @@ int hf_config_fuzz_one_input(const std::uint8_t*, std::size_t);
 int chat_template_fuzz_one_input(const std::uint8_t*, std::size_t);
 int gguf_metadata_fuzz_one_input(const std::uint8_t*, std::size_t);
 int ggml_blocks_fuzz_one_input(const std::uint8_t*, std::size_t);
+int grammar_fuzz_one_input(const std::uint8_t*, std::size_t);
 int llama2c_tokenizer_fuzz_initialize(int*, char***);
 int llama2c_tokenizer_fuzz_one_input(const std::uint8_t*, std::size_t);
 int hf_tokenizer_fuzz_initialize(int*, char***);
@@ -49,6 +50,7 @@ const fuzz_target targets[] = {
     {"chat_template_fuzz", chat_template_fuzz_one_input, nullptr},
     {"gguf_metadata_fuzz", gguf_metadata_fuzz_one_input, nullptr},
     {"ggml_blocks_fuzz", ggml_blocks_fuzz_one_input, nullptr},
+    {"grammar_fuzz", grammar_fuzz_one_input, nullptr},
     {"llama2c_tokenizer_fuzz", llama2c_tokenizer_fuzz_one_input, llama2c_tokenizer_fuzz_initialize},
     {"hf_tokenizer_fuzz", hf_tokenizer_fuzz_one_input, hf_tokenizer_fuzz_initialize},
 };
