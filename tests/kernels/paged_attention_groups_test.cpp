@@ -124,8 +124,8 @@ TEST_P(paged_attention_groups_test, q8_is_close_to_f32) {
   EXPECT_LT(max_error(step.run(kt(), q8, head_size)), bound);
   // Every scale 3% off (as a scale from max|x| / 123 would be): the same bound no longer holds.
   const paged_kv_layer at = q8.cache.layer(0);
-  const std::size_t n_rows = q8.cache.n_blocks() * at.block_stride / 2 / head_size;
-  for (std::size_t i = 0; i < n_rows; ++i) at.v_scales[i] *= 1.03f, at.k_scales[i] *= 1.03f;
+  const std::size_t n_rows = q8.cache.n_blocks() * at.block_stride / head_size;  // keys' and values'
+  for (std::size_t i = 0; i < n_rows; ++i) at.k_scales[i] *= 1.03f;              // k_scales: the layer's first
   EXPECT_GT(max_error(step.run(kt(), q8, head_size)), bound);
 }
 
