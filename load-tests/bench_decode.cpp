@@ -4,6 +4,9 @@
 // 1 and 16 streams, against the bandwidth limit the issue sets: limit tok/s = measured read bandwidth / weight bytes read per token (every matrix and
 // the classifier, not the embedding lookup), goal >= 0.85 of it. The bandwidth is measured in this
 // process (membw.hpp) right before each format's run, since it drifts on this VM.
+// "roofline" (docs/roofline.md) is the same ratio against weights plus the K/V the step reads (each
+// sequence's attended positions times the KV element size): the distance to the machine's limit once
+// attention counts, reported for the f32 KV cache and, on s110m int8, for f16 and q8.
 //
 //   ./build/load-tests/bench_decode                    # writes $PAGEDSERVE_S110M (/tmp/s110m.bin) once
 //   ./build/load-tests/bench_decode --benchmark_filter=s110m/int8
@@ -78,7 +81,7 @@ std::expected<std::shared_ptr<const model>, std::string> model_converted(const s
   return last;
 }
 
-void bench_decode(benchmark::State& state, const shape* s, weight_format format, int streams) {
+void bench_decode(benchmark::State& state, const shape* s, weight_format format, int streams, dtype kv_type) {
   if (s->config.dim > 0 && !checkpoint_ensure(*s)) {
     state.SkipWithError("cannot write the checkpoint");
     return;
@@ -88,7 +91,7 @@ void bench_decode(benchmark::State& state, const shape* s, weight_format format,
     state.SkipWithError(m.error().c_str());
     return;
   }
-  bench::decoder d(**m, streams);
+  bench::decoder d(**m, streams, kv_type);
   for (int i = 0; i < 3; ++i) d.step();  // pages in a mapped fp32 file before timing
   const double gbps = bench::read_bandwidth_gbps();
   for (auto _ : state) d.step();
@@ -100,6 +103,11 @@ void bench_decode(benchmark::State& state, const shape* s, weight_format format,
   state.counters["limit_tok/s"] = limit;
   // Filled in after the run from the measured rate: tok/s / limit.
   state.counters["ratio"] = benchmark::Counter(static_cast<double>(streams) / limit, benchmark::Counter::kIsIterationInvariantRate);
+  const double kv_bytes = d.kv_bytes_per_step();
+  state.counters["KV_MB/step"] = kv_bytes * 1e-6;
+  // Seconds the step's weight and K/V reads take at the measured bandwidth, over the step's seconds.
+  state.counters["roofline"] =
+      benchmark::Counter((bytes + kv_bytes) / (gbps * 1e9), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 std::filesystem::path path_from_env(const char* name, const char* fallback) {
@@ -107,10 +115,12 @@ std::filesystem::path path_from_env(const char* name, const char* fallback) {
   return env ? env : fallback;
 }
 
-void register_decode(const shape& s, const char* format_name, weight_format format, int streams) {
+void register_decode(const shape& s, const char* format_name, weight_format format, int streams,
+                     dtype kv_type = dtype::f32) {
+  const std::string kv = kv_type == dtype::f32 ? "" : "/kv_" + std::string(kv_cache_type_name(kv_type));
   benchmark::RegisterBenchmark(
-      ("decode/" + std::string(s.name) + "/" + format_name + "/streams:" + std::to_string(streams)).c_str(),
-      bench_decode, &s, format, streams)
+      ("decode/" + std::string(s.name) + "/" + format_name + kv + "/streams:" + std::to_string(streams)).c_str(),
+      bench_decode, &s, format, streams, kv_type)
       ->UseRealTime()
       ->Unit(benchmark::kMillisecond)
       ->MinTime(2.0);
@@ -125,6 +135,9 @@ int main(int argc, char** argv) {
   for (auto [name, format] : {std::pair{"f32", weight_format::as_stored}, std::pair{"bf16", weight_format::bf16},
                               std::pair{"int8", weight_format::int8}})
     for (int streams : {1, 16, 64}) register_decode(small, name, format, streams);
+  for (dtype kv_type : kv_cache_types)
+    if (kv_type != dtype::f32)
+      for (int streams : {1, 16, 64}) register_decode(small, "int8", weight_format::int8, streams, kv_type);
   for (int streams : {1, 16}) register_decode(large, "int8", weight_format::int8, streams);
   // A given file (its shape comes from the file, so config.dim stays 0 and nothing is written).
   static const shape file{"file", model_config{}, path_from_env("PAGEDSERVE_DECODE_FILE", "")};

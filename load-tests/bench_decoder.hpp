@@ -1,7 +1,8 @@
 #pragma once
 // Decode steps of a loaded model for the benchmarks: `streams` sequences, each with its own KV
 // blocks and a `prefix` of context filled at construction; every step() decodes one token of each.
-// Positions cycle through [prefix, context) so the KV pool stays small and attention cost steady.
+// Positions cycle through [prefix, context) so the KV pool stays small and attention cost steady:
+// perf_sweep.sh's requests (101-token prompts, 128 output tokens), so the attention share is the server's.
 #include <algorithm>
 #include <cstdint>
 
@@ -12,14 +13,18 @@
 namespace pagedserve::bench {
 
 constexpr int block_size = 16;
-constexpr int context = 128;  // positions cycle through [prefix, context) so the KV pool stays small
-constexpr int prefix = 32;
+constexpr int prefix = 101;                                      // perf_sweep.sh's prompt
+constexpr int context = prefix + 128;                            // and its 128 output tokens
+constexpr int blocks_per_seq = (context + block_size - 1) / block_size;
 
 // Runs decode steps for `streams` sequences, each with its own blocks; positions advance per step.
 class decoder {
  public:
-  decoder(const model& m, int streams)
-      : m_(m), streams_(streams), cache_(m.config.n_layers, streams * context / block_size, block_size, m.config.n_kv_heads, m.config.head_size()),
+  decoder(const model& m, int streams, dtype kv_type = dtype::f32)
+      : m_(m),
+        streams_(streams),
+        cache_(m.config.n_layers, streams * blocks_per_seq, block_size, m.config.n_kv_heads, m.config.head_size(),
+               kv_type),
         fwd_(m, *kernels::kernel_table_select(), std::max(streams, prefix)) {
     for (int s = 0; s < streams; ++s) {  // fill each sequence's first `prefix` positions
       step_batch b = batch_for(s, 0, prefix);
@@ -35,6 +40,14 @@ class decoder {
     float* logits = fwd_.run(b, cache_);
     if (++pos_ == context) pos_ = prefix;
     return logits;
+  }
+
+  // Bytes of K/V one decode step reads, averaged over the cycle of positions: each stream's token at
+  // pos attends pos + 1 positions, in every layer and kv head (keys, values and their scales).
+  double kv_bytes_per_step() const {
+    const model_config& c = m_.config;
+    const double mean_attended = (prefix + 1 + context) / 2.0;
+    return streams_ * mean_attended * static_cast<double>(kv_cache::bytes_per_token(c.n_layers, c.n_kv_heads, c.head_size(), cache_.type()));
   }
 
   // Bytes of weights one decode step reads: the chosen experts are approximated by all experts any
@@ -57,7 +70,6 @@ class decoder {
 
  private:
   void append(step_batch& b, int s, int first, int count) const {
-    const int blocks_per_seq = context / block_size;
     if (b.seq_block_offset.size() <= static_cast<std::size_t>(s)) b.seq_block_offset.resize(s + 1, 0);
     b.seq_block_offset[s] = static_cast<std::int32_t>(b.block_tables.size());
     for (int k = 0; k < blocks_per_seq; ++k) b.block_tables.push_back(s * blocks_per_seq + k);

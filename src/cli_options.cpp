@@ -45,8 +45,9 @@ void add_compute_flags(CLI::App& sub, config& c) {
   sub.add_option("--kernels", c.engine.kernels, "force a kernel variant")
       ->type_name("auto|scalar|avx2|avx2_vnni|avx512|avx512_vnni|avx512_bf16")
       ->group("Engine");
-  sub.add_option("--kv-cache-dtype", c.engine.kv_cache_dtype, "KV cache element type (f16: half the memory)")
-      ->type_name("f32|f16")
+  sub.add_option("--kv-cache-dtype", c.engine.kv_cache_dtype,
+                 "KV cache element type (f16: half the memory; q8: int8 with a scale per token and head)")
+      ->type_name("f32|f16|q8")
       ->group("Engine");
   sub.add_option("--log-level", c.log_level, "spdlog level of the log on stderr")->type_name("trace|debug|info|warn|error");
 }

@@ -114,7 +114,8 @@ void start_engine(std::optional<engine>& e, boost::asio::io_context& io, const s
   load_phase phase("allocating the KV pool");
   e.emplace(io.get_executor(), lm.weights, lm.vocabulary, c, lm.chat);
   const model_config& mc = lm.weights->config;
-  const std::uint64_t pool = kv_cache::bytes_per_token(mc.n_layers, mc.kv_dim(), kv_cache_type(c.kv_cache_dtype)) *
+  const std::uint64_t pool = kv_cache::bytes_per_token(mc.n_layers, mc.n_kv_heads, mc.head_size(),
+                                                       kv_cache_type(c.kv_cache_dtype)) *
                              static_cast<std::uint64_t>(c.kv_blocks) * c.block_size;
   phase.finish(fmt::format("allocated the KV pool ({} blocks of {} tokens, {}, {}) and started the engine",
                            c.kv_blocks, c.block_size, c.kv_cache_dtype, bytes_text(pool)));

@@ -56,10 +56,11 @@ struct engine_config {
   // 0 = only max_num_batched_tokens bounds a step.
   double max_decode_slowdown = 2.0;
   bool prefix_caching = true;          // reuse computed KV blocks of shared prompt prefixes
-  // Element type of the KV cache: f32, or f16 (half the memory per token, and half the bytes each
+  // Element type of the KV cache: f32, f16 (half the memory per token, and half the bytes each
   // decode step reads through attention, its largest cost at long contexts; keys and values are
   // rounded to fp16 as they are stored, so outputs differ slightly from f32's, as llama.cpp's f16
-  // cache does; still batch invariant).
+  // cache does; still batch invariant); or q8: int8 with one fp32 scale per token and kv head (about
+  // a quarter of f32's bytes, as llama.cpp's q8_0 cache; docs/roofline.md). fp8 is refused.
   std::string kv_cache_dtype = "f32";
   int threads = 0;                     // TBB arena for the kernels; 0 = all cores
   std::string kernels = "auto";        // force a kernel variant: auto, scalar, avx2, avx2_vnni, avx512, avx512_vnni, avx512_bf16

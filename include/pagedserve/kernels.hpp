@@ -39,6 +39,21 @@ enum class rope_style { interleaved, neox };
 std::string_view isa_name(isa v);
 
 // The serial inner loops of one instruction set.
+// Blocks per softmax step of paged attention (kernel_table::attend_group): 8 blocks of 16 keys.
+constexpr int kv_group_blocks = 8;
+
+// One kv head's keys and values over up to kv_group_blocks consecutive blocks of a sequence: the
+// start of the head's run in each block (block_size rows of head_size elements, fp32, fp16 or int8
+// by type), and for int8 each row's scale.
+struct kv_group {
+  const void* k[kv_group_blocks] = {};
+  const void* v[kv_group_blocks] = {};
+  const float* k_scales[kv_group_blocks] = {};  // i8 only: [block_size] per block
+  const float* v_scales[kv_group_blocks] = {};
+  int block_size = 0;
+  dtype type = dtype::f32;
+};
+
 struct kernel_table {
   isa which;
   // out[t, o] = sum_i x[t, i] * w[o, i] for t < n_tokens, o in [o_begin, o_end).
@@ -73,19 +88,18 @@ struct kernel_table {
   void (*axpy)(float* y, float a, const float* x, int n);
   // gate[n] = silu(gate[n]) * up[n]
   void (*swiglu)(float* gate, const float* up, int n);
-  // One query row of paged attention against keys j0 <= j < n of one K/V block (online softmax):
-  //   s_j = q[head_size] · k[j * head_size ...] * scale, m' = max(*row_max, s_j),
-  //   acc[head_size] = acc * exp(*row_max - m') + sum_j exp(s_j - m') v[j * head_size ...], *row_sum likewise
-  // (a kv head's keys and values are contiguous within a block: paged_kv_layer).
-  // scores: scratch of n floats. Each row's result depends only on its own q and keys, never on the
-  // other rows of the step (batch invariance).
-  void (*attend_block)(float* acc, float* row_max, float* row_sum, const float* q, const float* k, const float* v,
-                       int j0, int n, int head_size, float scale, float* scores);
-  // The same over an fp16 K/V cache: each key and value element is widened exactly to fp32 and goes
-  // through attend_block's very arithmetic, so it gives attend_block's bits over the widened block.
-  void (*attend_block_f16)(float* acc, float* row_max, float* row_sum, const float* q, const std::uint16_t* k,
-                           const std::uint16_t* v, int j0, int n, int head_size, float scale,
-                           float* scores);
+  // One query row of paged attention against keys j0 <= j < n of an aligned group of K/V blocks
+  // (key j is slot j % block_size of block j / block_size of the group), softmax online per group:
+  //   s_j = q[head_size] · k_j * scale, m' = max(*row_max, s_j),
+  //   acc[head_size] = acc * exp(*row_max - m') + sum_j exp(s_j - m') v_j, *row_sum likewise.
+  // One max/exp/sum pass per group rather than per block keeps the chain short; groups start at
+  // multiples of kv_group_blocks blocks of the sequence, so a row's arithmetic depends only on its own
+  // q and keys, never on the other rows of the step (batch invariance). fp16 and int8 K/V are widened
+  // exactly as they are read (int8 times its row's scale: s_j = (q · k_j) * k_scale_j * scale and
+  // weight exp(...) * v_scale_j), so fp16 gives the fp32 bits over the widened cache.
+  // scores: scratch of kv_group_blocks * block_size floats, rounded up to 16.
+  void (*attend_group)(float* acc, float* row_max, float* row_sum, const float* q, const kv_group& g, int j0, int n,
+                       int head_size, float scale, float* scores);
   // out[n] = fp16 of x[n], rounded to nearest even (f32_to_f16's bits): how K/V enter an fp16 cache.
   void (*f32_to_f16_row)(std::uint16_t* out, const float* x, int n);
   // LayerNorm of one row (GPT-2): out[n] = (x[n] - mean) * rstd * weight[n] + bias[n], with
@@ -145,7 +159,9 @@ std::span<const kernel_table* const> kernel_tables_supported();
 //   k_base + b * block_stride + (h * block_size + s) * head_size + d     (same for v_base),
 // so attention streams one head's block as a single run of block_size * head_size elements (with the
 // slot-major layout, a head's keys were block_size short runs kv_dim apart, and an fp16 cache decoded
-// no faster than fp32: bench_attention). Units: elements of `type` (f32, f16).
+// no faster than fp32: bench_attention). Units: elements of `type` (f32, f16, or i8: the q8 cache).
+// An i8 cache has one fp32 scale per row of head_size elements (per token and kv head, as llama.cpp's
+// q8_0 has one per 32): the row at element offset i has its scale at k_scales[i / head_size].
 struct paged_kv_layer {
   void* k_base = nullptr;
   void* v_base = nullptr;
@@ -153,18 +169,25 @@ struct paged_kv_layer {
   int block_size = 0;
   int head_size = 0;
   dtype type = dtype::f32;
+  float* k_scales = nullptr;  // i8 only
+  float* v_scales = nullptr;
 
   // Offset of kv head h of slot s from its block's start.
   std::size_t head_offset(int kv_head, int slot) const {
     return (static_cast<std::size_t>(kv_head) * block_size + slot) * head_size;
   }
   // Element d of kv head h of slot s of block b, widened to fp32 (the reference and tests read it so).
-  float key(std::size_t block, int kv_head, int slot, int d) const { return element(k_base, block, kv_head, slot, d); }
-  float value(std::size_t block, int kv_head, int slot, int d) const { return element(v_base, block, kv_head, slot, d); }
+  float key(std::size_t block, int kv_head, int slot, int d) const {
+    return element(k_base, k_scales, block, kv_head, slot, d);
+  }
+  float value(std::size_t block, int kv_head, int slot, int d) const {
+    return element(v_base, v_scales, block, kv_head, slot, d);
+  }
 
  private:
-  float element(const void* base, std::size_t block, int kv_head, int slot, int d) const {
+  float element(const void* base, const float* scales, std::size_t block, int kv_head, int slot, int d) const {
     const std::size_t i = block * block_stride + head_offset(kv_head, slot) + d;
+    if (type == dtype::i8) return static_cast<const std::int8_t*>(base)[i] * scales[i / head_size];
     return type == dtype::f16 ? f16_to_f32(static_cast<const std::uint16_t*>(base)[i])
                               : static_cast<const float*>(base)[i];
   }

@@ -310,18 +310,53 @@ std::vector<query_tile> query_tiles(const attention_batch& batch, int max_tile) 
 
 }  // namespace
 
+namespace {
+
+// The kv head's runs in the blocks [b0, b0 + n_blocks) of a sequence's table (n_blocks <= kv_group_blocks).
+kv_group kv_group_at(const paged_kv_layer& kv, const std::int32_t* table, int b0, int n_blocks, std::size_t head_off) {
+  kv_group g;
+  g.block_size = kv.block_size;
+  g.type = kv.type;
+  const std::size_t elem = dtype_size(kv.type);
+  for (int i = 0; i < n_blocks; ++i) {
+    const std::size_t off = table[b0 + i] * kv.block_stride + head_off;  // elements
+    g.k[i] = static_cast<const std::byte*>(kv.k_base) + off * elem;
+    g.v[i] = static_cast<const std::byte*>(kv.v_base) + off * elem;
+    if (kv.type == dtype::i8) g.k_scales[i] = kv.k_scales + off / kv.head_size, g.v_scales[i] = kv.v_scales + off / kv.head_size;
+  }
+  return g;
+}
+
+// Asks for a group's K/V runs (and scales) into L2 while the previous group is computed: the runs are
+// short and scattered (one per block), so the hardware prefetcher stops at each block's end.
+void kv_group_prefetch(const kv_group& g, int n_blocks, int head_size) {
+  const std::size_t run = static_cast<std::size_t>(g.block_size) * head_size * dtype_size(g.type);
+  for (int i = 0; i < n_blocks; ++i) {
+    for (std::size_t o = 0; o < run; o += 64) {
+      __builtin_prefetch(static_cast<const std::byte*>(g.k[i]) + o, 0, 2);
+      __builtin_prefetch(static_cast<const std::byte*>(g.v[i]) + o, 0, 2);
+    }
+    if (g.type == dtype::i8) __builtin_prefetch(g.k_scales[i], 0, 2), __builtin_prefetch(g.v_scales[i], 0, 2);
+  }
+}
+
+}  // namespace
+
 void paged_attention(const kernel_table& kt, float* out, const float* q, const paged_kv_layer& kv,
                      const attention_batch& batch, int n_heads, int n_kv_heads, int head_size) {
-  // Work item: (tile of up to 8 tokens of one sequence, kv head). Each K/V block is read once for all
-  // the tile's tokens and all query heads sharing the kv head (GQA), and softmax is online: per block,
-  // rescale what was accumulated by exp(old max - new max), then add the block's weighted values.
-  // Every query row goes through the same blocks in the same order whatever tile it is in, so the
-  // result does not depend on the step's composition (batch invariance).
+  // Work item: (tile of up to 8 tokens of one sequence, kv head), in parallel. The sequence's blocks
+  // are taken kv_group_blocks at a time, at multiples of kv_group_blocks: each group's K/V is read from
+  // memory once for all the tile's tokens and all query heads sharing the kv head (GQA), the next
+  // group is prefetched meanwhile, and softmax is online per group: rescale what was accumulated by
+  // exp(old max - new max), then add the group's weighted values. Every query row goes through the
+  // same groups in the same order whatever tile or thread it is in, so the result does not depend
+  // on the step's composition (batch invariance).
   ps_check(kv.head_size == head_size, "paged_attention: the KV layer's head size differs from the model's");
   constexpr int max_tile = 8;
   const int dim = n_heads * head_size;
   const int group = n_heads / n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_size));
+  const int bs = kv.block_size;
   const std::vector<query_tile> tiles = query_tiles(batch, max_tile);
   struct row_state {
     std::vector<float> acc, max, sum, scores;
@@ -335,32 +370,35 @@ void paged_attention(const kernel_table& kt, float* out, const float* q, const p
     st.acc.assign(static_cast<std::size_t>(n_rows) * head_size, 0.0f);
     st.max.assign(n_rows, -INFINITY);
     st.sum.assign(n_rows, 0.0f);
-    st.scores.resize(static_cast<std::size_t>((kv.block_size + 15) / 16 * 16));  // whole zmm for attend_block
+    st.scores.resize(static_cast<std::size_t>((kv_group_blocks * bs + 15) / 16 * 16));  // whole zmm at the end
     const int seq = batch.seq_of_token[tile.first_token];
     const std::int32_t* table = batch.block_tables + batch.seq_block_offset[seq];
-    const int last_pos = batch.pos_of_token[tile.first_token + tile.n_tokens - 1];
+    const int last_block = batch.pos_of_token[tile.first_token + tile.n_tokens - 1] / bs;
     const int first_start = attention_start(batch, batch.pos_of_token[tile.first_token]);
     const std::size_t head_off = kv.head_offset(kvh, 0);
-    for (int b = first_start / kv.block_size; b * kv.block_size <= last_pos; ++b) {
-      const int p0 = b * kv.block_size;
-      const std::size_t block_off = table[b] * kv.block_stride + head_off;  // elements, fp32 or fp16
+    const auto group_blocks = [&](int b0) { return std::min(kv_group_blocks, last_block + 1 - b0); };
+    int b0 = first_start / bs / kv_group_blocks * kv_group_blocks;
+    kv_group g = kv_group_at(kv, table, b0, group_blocks(b0), head_off);
+    kv_group_prefetch(g, group_blocks(b0), head_size);
+    for (; b0 <= last_block; b0 += kv_group_blocks) {
+      const int next = b0 + kv_group_blocks;
+      kv_group g_next;
+      if (next <= last_block) {
+        g_next = kv_group_at(kv, table, next, group_blocks(next), head_off);
+        kv_group_prefetch(g_next, group_blocks(next), head_size);
+      }
+      const int p0 = b0 * bs;
       for (int r = 0; r < n_rows; ++r) {
         const int t = tile.first_token + r / group, h = kvh * group + r % group;
         // Causal, up to its own position; from the window's start when there is one.
-        const int n = std::min(kv.block_size, batch.pos_of_token[t] + 1 - p0);
+        const int n = std::min(group_blocks(b0) * bs, batch.pos_of_token[t] + 1 - p0);
         const int j0 = std::max(0, attention_start(batch, batch.pos_of_token[t]) - p0);
         if (n <= j0) continue;
         const float* qh = q + static_cast<std::size_t>(t) * dim + static_cast<std::size_t>(h) * head_size;
-        float* acc = st.acc.data() + static_cast<std::size_t>(r) * head_size;
-        if (kv.type == dtype::f16)
-          kt.attend_block_f16(acc, &st.max[r], &st.sum[r], qh, static_cast<const std::uint16_t*>(kv.k_base) + block_off,
-                              static_cast<const std::uint16_t*>(kv.v_base) + block_off, j0, n, head_size, scale,
-                              st.scores.data());
-        else
-          kt.attend_block(acc, &st.max[r], &st.sum[r], qh, static_cast<const float*>(kv.k_base) + block_off,
-                          static_cast<const float*>(kv.v_base) + block_off, j0, n, head_size, scale,
-                          st.scores.data());
+        kt.attend_group(st.acc.data() + static_cast<std::size_t>(r) * head_size, &st.max[r], &st.sum[r], qh, g, j0, n,
+                        head_size, scale, st.scores.data());
       }
+      g = g_next;
     }
     for (int r = 0; r < n_rows; ++r) {
       const int t = tile.first_token + r / group, h = kvh * group + r % group;

@@ -16,7 +16,7 @@
 #include <cstring>
 #include <utility>
 
-#include "attend_block.hpp"
+#include "attend_group.hpp"
 #include "block_kernels.hpp"
 #include "int8_kernels.hpp"
 #include "layernorm_gelu.hpp"
@@ -61,6 +61,19 @@ struct load_f16 {
   using elem = std::uint16_t;
   static __m256 full(const std::uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   static __m256 tail(const std::uint16_t* p, int n, __m256i) { return _mm256_cvtph_ps(load_u16_tail(p, n)); }
+};
+
+// The q8 K/V cache: int8 widened exactly (its row scale is applied by attend_group_generic).
+struct load_i8 {
+  using elem = std::int8_t;
+  static __m256 full(const std::int8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  static __m256 tail(const std::int8_t* p, int n, __m256i) {
+    std::int8_t b[8] = {};
+    std::copy_n(p, n, b);
+    return full(b);
+  }
 };
 
 // The one horizontal reduction every matmul element goes through: lanes (i, i+4), then (i, i+2), then (0, 1).
@@ -223,6 +236,21 @@ void axpy_avx2(float* y, float a, const typename L::elem* x, int n) {
   }
 }
 
+void attend_group_avx2(float* acc, float* row_max, float* row_sum, const float* q, const kv_group& g, int j0, int n,
+                       int head_size, float scale, float* scores) {
+  switch (g.type) {
+    case dtype::f16:
+      return attend_group_generic<std::uint16_t, dot_avx2<load_f16>, axpy_avx2<load_f16>>(
+          acc, row_max, row_sum, q, g, j0, n, head_size, scale, scores);
+    case dtype::i8:
+      return attend_group_generic<std::int8_t, dot_avx2<load_i8>, axpy_avx2<load_i8>>(acc, row_max, row_sum, q, g, j0,
+                                                                                      n, head_size, scale, scores);
+    default:
+      return attend_group_generic<float, dot_avx2<load_f32>, axpy_avx2<load_f32>>(acc, row_max, row_sum, q, g, j0, n,
+                                                                                  head_size, scale, scores);
+  }
+}
+
 void f32_to_f16_row_avx2(std::uint16_t* out, const float* x, int n) {
   int i = 0;
   for (; i + 8 <= n; i += 8)
@@ -296,8 +324,7 @@ extern const kernel_table kernel_table_avx2 = {
     isa::avx2, matmul_rows_avx2<load_f32>, matmul_rows_avx2<load_bf16>, matmul_rows_avx2<load_f16>,
     detail::matmul_i8_avx2, detail::quantize_token_u8_avx2,
     sum_squares_avx2, scale_mul_avx2, axpy_avx2<load_f32>, swiglu_avx2,
-    attend_block_generic<float, dot_avx2<load_f32>, axpy_avx2<load_f32>>,
-    attend_block_generic<std::uint16_t, dot_avx2<load_f16>, axpy_avx2<load_f16>>, f32_to_f16_row_avx2,
+    attend_group_avx2, f32_to_f16_row_avx2,
     detail::layernorm_scalar, gelu_tanh_avx2, false, detail::quantize_activations, detail::matmul_blocks_avx2,
 };
 
@@ -306,8 +333,7 @@ extern const kernel_table kernel_table_avx2_vnni = {
     isa::avx2_vnni, matmul_rows_avx2<load_f32>, matmul_rows_avx2<load_bf16>, matmul_rows_avx2<load_f16>,
     detail::matmul_i8_avx2_vnni, detail::quantize_token_u8_avx2,
     sum_squares_avx2, scale_mul_avx2, axpy_avx2<load_f32>, swiglu_avx2,
-    attend_block_generic<float, dot_avx2<load_f32>, axpy_avx2<load_f32>>,
-    attend_block_generic<std::uint16_t, dot_avx2<load_f16>, axpy_avx2<load_f16>>, f32_to_f16_row_avx2,
+    attend_group_avx2, f32_to_f16_row_avx2,
     detail::layernorm_scalar, gelu_tanh_avx2, false, detail::quantize_activations,
     detail::matmul_blocks_avx2_vnni,
 };

@@ -21,7 +21,7 @@
 #include <utility>
 
 #include "pagedserve/kernels.hpp"
-#include "attend_block.hpp"
+#include "attend_group.hpp"
 #include "avx512_reduce.hpp"
 #include "bf16_dot_kernels.hpp"
 #include "block_kernels.hpp"
@@ -51,6 +51,17 @@ struct load_f16 {
   using elem = std::uint16_t;
   static __m512 full(const std::uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
   static __m512 tail(__mmask16 m, const std::uint16_t* p) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+};
+
+// The q8 K/V cache: int8 widened exactly (its row scale is applied by the attention kernel).
+struct load_i8 {
+  using elem = std::int8_t;
+  static __m512 full(const std::int8_t* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+  static __m512 tail(__mmask16 m, const std::int8_t* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p)));
+  }
 };
 
 // n_t tokens x n_r weight rows: out[t, o] for t in [0, n_t), o in [o0, o0 + n_r).
@@ -289,42 +300,51 @@ inline __m512 reduce16x16(const __m512 (&p)[16]) {
   return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), l4);
 }
 
-// attend_block with head_size = 16 * NV: q and the accumulator stay in registers across the block's
+// attend_group with head_size = 16 * NV: q and the accumulator stay in registers across the group's
 // keys; scores are reduced 16 keys at a time (reduce16x16) and their weights exponentiated 16 at a
-// time (exp_avx512, about 1 ulp from std::exp). K and V are read through L (fp32 or fp16).
+// time (exp_avx512, about 1 ulp from std::exp). K and V are read through L (fp32, fp16 or int8; int8
+// rows times their scales).
 template <class L, int NV>
-void attend_block_registers(float* acc, float* row_max, float* row_sum, const float* q, const typename L::elem* k,
-                            const typename L::elem* v, int j0, int n, float scale, float* scores) {
+void attend_group_registers(float* acc, float* row_max, float* row_sum, const float* q, const kv_group& g, int j0,
+                            int n, float scale, float* scores) {
+  using elem = typename L::elem;
+  constexpr bool scaled = std::is_same_v<elem, std::int8_t>;
   constexpr int head_size = 16 * NV;  // also the distance between a head's keys (values) in a block
   __m512 qv[NV], a[NV];
 #pragma GCC unroll 16
   for (int c = 0; c < NV; ++c) qv[c] = _mm512_loadu_ps(q + 16 * c);
   __m512 max_v = _mm512_set1_ps(-INFINITY);
+  kv_group_cursor at(g, j0);
   for (int jb = j0; jb < n; jb += 16) {
     const int count = std::min(16, n - jb);
     __m512 p[16];
+    alignas(64) float k_scale[16];
 #pragma GCC unroll 16
     for (int i = 0; i < 16; ++i) {
       if (i >= count) {
         p[i] = _mm512_setzero_ps();
         continue;
       }
-      const typename L::elem* kj = k + static_cast<std::size_t>(jb + i) * head_size;
+      const elem* kj = at.row<elem>(g.k, head_size);
+      if constexpr (scaled) k_scale[i] = g.k_scales[at.block][at.slot];
+      at.next(g);
       p[i] = _mm512_mul_ps(qv[0], L::full(kj));
 #pragma GCC unroll 16
       for (int c = 1; c < NV; ++c) p[i] = _mm512_fmadd_ps(qv[c], L::full(kj + 16 * c), p[i]);
     }
     const __mmask16 m = tail_mask(count);
-    const __m512 s = _mm512_mul_ps(reduce16x16(p), _mm512_set1_ps(scale));
+    __m512 dots = reduce16x16(p);
+    if constexpr (scaled) dots = _mm512_mul_ps(dots, _mm512_maskz_load_ps(m, k_scale));
+    const __m512 s = _mm512_mul_ps(dots, _mm512_set1_ps(scale));
     _mm512_mask_storeu_ps(scores + jb, m, s);
     max_v = _mm512_mask_max_ps(max_v, m, max_v, s);
   }
-  const float block_max = _mm512_reduce_max_ps(max_v);
+  const float group_max = _mm512_reduce_max_ps(max_v);
 #pragma GCC unroll 16
   for (int c = 0; c < NV; ++c) a[c] = _mm512_loadu_ps(acc + 16 * c);
-  const float new_max = std::max(*row_max, block_max);
+  const float new_max = std::max(*row_max, group_max);
   if (new_max > *row_max) {
-    const float rescale = std::exp(*row_max - new_max);  // 0 for the first block
+    const float rescale = std::exp(*row_max - new_max);  // 0 for the first group
     *row_sum *= rescale;
 #pragma GCC unroll 16
     for (int c = 0; c < NV; ++c) a[c] = _mm512_mul_ps(a[c], _mm512_set1_ps(rescale));
@@ -338,9 +358,12 @@ void attend_block_registers(float* acc, float* row_max, float* row_sum, const fl
     w_sum = _mm512_mask_add_ps(w_sum, m, w_sum, w);
   }
   *row_sum += reduce16(w_sum);
-  for (int j = j0; j < n; ++j) {
-    const __m512 w = _mm512_set1_ps(scores[j]);
-    const typename L::elem* vj = v + static_cast<std::size_t>(j) * head_size;
+  at = kv_group_cursor(g, j0);
+  for (int j = j0; j < n; ++j, at.next(g)) {
+    float wj = scores[j];
+    if constexpr (scaled) wj *= g.v_scales[at.block][at.slot];
+    const __m512 w = _mm512_set1_ps(wj);
+    const elem* vj = at.row<elem>(g.v, head_size);
 #pragma GCC unroll 16
     for (int c = 0; c < NV; ++c) a[c] = _mm512_fmadd_ps(w, L::full(vj + 16 * c), a[c]);
   }
@@ -349,15 +372,23 @@ void attend_block_registers(float* acc, float* row_max, float* row_sum, const fl
 }
 
 template <class L>
-void attend_block_avx512(float* acc, float* row_max, float* row_sum, const float* q, const typename L::elem* k,
-                         const typename L::elem* v, int j0, int n, int head_size, float scale,
-                         float* scores) {
+void attend_group_typed(float* acc, float* row_max, float* row_sum, const float* q, const kv_group& g, int j0, int n,
+                        int head_size, float scale, float* scores) {
   switch (head_size) {
-    case 64: return attend_block_registers<L, 4>(acc, row_max, row_sum, q, k, v, j0, n, scale, scores);
-    case 128: return attend_block_registers<L, 8>(acc, row_max, row_sum, q, k, v, j0, n, scale, scores);
+    case 64: return attend_group_registers<L, 4>(acc, row_max, row_sum, q, g, j0, n, scale, scores);
+    case 128: return attend_group_registers<L, 8>(acc, row_max, row_sum, q, g, j0, n, scale, scores);
     default:
-      return attend_block_generic<typename L::elem, dot_avx512<L>, axpy_avx512<L>>(acc, row_max, row_sum, q, k, v, j0,
-                                                                                    n, head_size, scale, scores);
+      return attend_group_generic<typename L::elem, dot_avx512<L>, axpy_avx512<L>>(acc, row_max, row_sum, q, g, j0, n,
+                                                                                    head_size, scale, scores);
+  }
+}
+
+void attend_group_avx512(float* acc, float* row_max, float* row_sum, const float* q, const kv_group& g, int j0, int n,
+                         int head_size, float scale, float* scores) {
+  switch (g.type) {
+    case dtype::f16: return attend_group_typed<load_f16>(acc, row_max, row_sum, q, g, j0, n, head_size, scale, scores);
+    case dtype::i8: return attend_group_typed<load_i8>(acc, row_max, row_sum, q, g, j0, n, head_size, scale, scores);
+    default: return attend_group_typed<load_f32>(acc, row_max, row_sum, q, g, j0, n, head_size, scale, scores);
   }
 }
 
@@ -366,8 +397,8 @@ void attend_block_avx512(float* acc, float* row_max, float* row_sum, const float
 extern const kernel_table kernel_table_avx512 = {
     isa::avx512, matmul_rows_avx512<load_f32>, matmul_rows_avx512<load_bf16>, matmul_rows_avx512<load_f16>,
     detail::matmul_i8_avx512, detail::quantize_token_u8_avx512,
-    sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_block_avx512<load_f32>,
-    attend_block_avx512<load_f16>, f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512, false,
+    sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_group_avx512,
+    f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512, false,
     detail::quantize_activations, detail::matmul_blocks_avx512,
 };
 
@@ -375,8 +406,8 @@ extern const kernel_table kernel_table_avx512 = {
 extern const kernel_table kernel_table_avx512_vnni = {
     isa::avx512_vnni, matmul_rows_avx512<load_f32>, matmul_rows_avx512<load_bf16>, matmul_rows_avx512<load_f16>,
     detail::matmul_i8_avx512_vnni, detail::quantize_token_u8_avx512,
-    sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_block_avx512<load_f32>,
-    attend_block_avx512<load_f16>, f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512, false,
+    sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_group_avx512,
+    f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512, false,
     detail::quantize_activations, detail::matmul_blocks_avx512_vnni,
 };
 
@@ -384,8 +415,8 @@ extern const kernel_table kernel_table_avx512_vnni = {
 extern const kernel_table kernel_table_avx512_bf16 = {
     isa::avx512_bf16, matmul_rows_avx512<load_f32>, detail::matmul_rows_bf16_dot, matmul_rows_avx512<load_f16>,
     detail::matmul_i8_avx512_vnni, detail::quantize_token_u8_avx512,
-    sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_block_avx512<load_f32>,
-    attend_block_avx512<load_f16>, f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512, true,
+    sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_group_avx512,
+    f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512, true,
     detail::quantize_activations, detail::matmul_blocks_avx512_vnni,
 };
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attend_block.hpp"
+#include "attend_group.hpp"
 #include "block_kernels.hpp"
 #include "layernorm_gelu.hpp"
 #include "pagedserve/kernels.hpp"
@@ -13,6 +13,7 @@ namespace {
 
 inline float as_f32(float x) { return x; }
 inline float as_f32(std::uint16_t h) { return f16_to_f32(h); }  // the fp16 K/V cache
+inline float as_f32(std::int8_t q) { return q; }                 // the q8 K/V cache, before its row scale
 
 // b is fp32 or fp16 (widened exactly as it is read).
 template <class B>
@@ -77,6 +78,21 @@ void axpy_scalar(float* y, float a, const X* x, int n) {
   for (int i = 0; i < n; ++i) y[i] += a * as_f32(x[i]);
 }
 
+void attend_group_scalar(float* acc, float* row_max, float* row_sum, const float* q, const kv_group& g, int j0, int n,
+                         int head_size, float scale, float* scores) {
+  switch (g.type) {
+    case dtype::f16:
+      return attend_group_generic<std::uint16_t, dot_scalar<std::uint16_t>, axpy_scalar<std::uint16_t>>(
+          acc, row_max, row_sum, q, g, j0, n, head_size, scale, scores);
+    case dtype::i8:
+      return attend_group_generic<std::int8_t, dot_scalar<std::int8_t>, axpy_scalar<std::int8_t>>(
+          acc, row_max, row_sum, q, g, j0, n, head_size, scale, scores);
+    default:
+      return attend_group_generic<float, dot_scalar<float>, axpy_scalar<float>>(acc, row_max, row_sum, q, g, j0, n,
+                                                                               head_size, scale, scores);
+  }
+}
+
 void f32_to_f16_row_scalar(std::uint16_t* out, const float* x, int n) {
   for (int i = 0; i < n; ++i) out[i] = f32_to_f16(x[i]);
 }
@@ -118,8 +134,7 @@ extern const kernel_table kernel_table_scalar = {
     isa::scalar, matmul_rows_scalar, matmul_rows_16_scalar<bf16_to_f32>, matmul_rows_16_scalar<f16_to_f32>, matmul_i8_scalar,
     reference::quantize_token_u8,
     sum_squares_scalar, scale_mul_scalar, axpy_scalar<float>, swiglu_scalar,
-    attend_block_generic<float, dot_scalar<float>, axpy_scalar<float>>,
-    attend_block_generic<std::uint16_t, dot_scalar<std::uint16_t>, axpy_scalar<std::uint16_t>>, f32_to_f16_row_scalar,
+    attend_group_scalar, f32_to_f16_row_scalar,
     detail::layernorm_scalar, detail::gelu_tanh_scalar, false, detail::quantize_activations,
     detail::matmul_blocks_scalar,
 };

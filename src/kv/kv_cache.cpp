@@ -1,5 +1,7 @@
 #include "kv/kv_cache.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "pagedserve/check.hpp"
@@ -17,12 +19,27 @@ kv_cache::kv_cache(int n_layers, int n_blocks, int block_size, int n_kv_heads, i
       layer_stride_(block_stride_ * n_blocks),
       n_elements_(layer_stride_ * n_layers),
       data_(new std::byte[n_elements_ * dtype_size(type)]()) {
-  ps_check(type == dtype::f32 || type == dtype::f16, "kv_cache: the K/V cache holds f32 or f16");
+  ps_check(type == dtype::f32 || type == dtype::f16 || type == dtype::i8, "kv_cache: the K/V cache holds f32, f16 or q8");
+  if (type == dtype::i8) scales_.reset(new float[n_scales()]());
+}
+
+float kv_quantize_row_q8(std::int8_t* q, const float* x, int n) {
+  float amax = 0.0f;
+  for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+  for (int i = 0; i < n; ++i) q[i] = static_cast<std::int8_t>(std::nearbyint(x[i] * inv));
+  return amax / 127.0f;
 }
 
 kernels::paged_kv_layer kv_cache::layer(int l) const {
   const std::size_t base = l * layer_stride_;
-  return {element(base), element(base + block_stride_ / 2), block_stride_, block_size_, head_size_, type_};
+  kernels::paged_kv_layer at{element(base), element(base + block_stride_ / 2), block_stride_, block_size_, head_size_,
+                             type_};
+  if (type_ == dtype::i8) {
+    at.k_scales = scales_.get() + base / head_size_;
+    at.v_scales = at.k_scales + block_stride_ / 2 / head_size_;
+  }
+  return at;
 }
 
 void kv_cache::store(const kernels::kernel_table& kt, int l, int slot, const float* key, const float* value) const {
@@ -32,7 +49,10 @@ void kv_cache::store(const kernels::kernel_table& kt, int l, int slot, const flo
     const std::size_t o = block + at.head_offset(h, slot % block_size_);
     const float* k = key + static_cast<std::size_t>(h) * head_size_;
     const float* v = value + static_cast<std::size_t>(h) * head_size_;
-    if (type_ == dtype::f16) {
+    if (type_ == dtype::i8) {
+      at.k_scales[o / head_size_] = kv_quantize_row_q8(static_cast<std::int8_t*>(at.k_base) + o, k, head_size_);
+      at.v_scales[o / head_size_] = kv_quantize_row_q8(static_cast<std::int8_t*>(at.v_base) + o, v, head_size_);
+    } else if (type_ == dtype::f16) {
       kt.f32_to_f16_row(static_cast<std::uint16_t*>(at.k_base) + o, k, head_size_);
       kt.f32_to_f16_row(static_cast<std::uint16_t*>(at.v_base) + o, v, head_size_);
     } else {
@@ -44,9 +64,12 @@ void kv_cache::store(const kernels::kernel_table& kt, int l, int slot, const flo
 
 void kv_cache::copy_block(int from, int to) {
   ps_check(from >= 0 && from < n_blocks_ && to >= 0 && to < n_blocks_ && from != to, "copy_block: bad block ids");
-  for (int l = 0; l < n_layers_; ++l)
-    std::memcpy(element(l * layer_stride_ + to * block_stride_), element(l * layer_stride_ + from * block_stride_),
-                block_stride_ * dtype_size(type_));
+  for (int l = 0; l < n_layers_; ++l) {
+    const std::size_t from_at = l * layer_stride_ + from * block_stride_, to_at = l * layer_stride_ + to * block_stride_;
+    std::memcpy(element(to_at), element(from_at), block_stride_ * dtype_size(type_));
+    if (scales_)
+      std::copy_n(scales_.get() + from_at / head_size_, block_stride_ / head_size_, scales_.get() + to_at / head_size_);
+  }
 }
 
 }  // namespace pagedserve

@@ -1,9 +1,11 @@
 #pragma once
 // The KV-cache memory: one preallocated pool of fixed-size blocks for every layer. Which sequence
 // owns which block is decided elsewhere (block_pool / kv_allocator); this class only holds the
-// elements, fp32 or fp16 (half the memory and half the bytes each decode step reads; see README).
+// elements, fp32, fp16 (half the memory and half the bytes each decode step reads; see README) or
+// q8: int8 with one fp32 scale per token and kv head (a quarter plus 1/16, docs/roofline.md).
 // Layout: [layer][block][k|v][kv head][slot in block][head_size], so a layer's blocks are contiguous
 // and so is each kv head's part of a block (kernels::paged_kv_layer).
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <string_view>
@@ -12,17 +14,23 @@
 
 namespace pagedserve {
 
-// engine.kv_cache_dtype ("f32" or "f16", as config validation allows) as an element type.
-inline dtype kv_cache_type(std::string_view name) { return name == "f16" ? dtype::f16 : dtype::f32; }
+// engine.kv_cache_dtype ("f32", "f16" or "q8", as config validation allows) as an element type:
+// q8 is dtype::i8 with row scales (kernels::paged_kv_layer).
+inline dtype kv_cache_type(std::string_view name) {
+  return name == "f16" ? dtype::f16 : name == "q8" ? dtype::i8 : dtype::f32;
+}
+inline std::string_view kv_cache_type_name(dtype t) { return t == dtype::f16 ? "f16" : t == dtype::i8 ? "q8" : "f32"; }
+inline constexpr std::array kv_cache_types{dtype::f32, dtype::f16, dtype::i8};
 
 class kv_cache {
  public:
-  // type: dtype::f32 or dtype::f16.
+  // type: dtype::f32, dtype::f16 or dtype::i8 (q8).
   kv_cache(int n_layers, int n_blocks, int block_size, int n_kv_heads, int head_size, dtype type = dtype::f32);
 
   kernels::paged_kv_layer layer(int l) const;
   // Stores one token's key and value (n_kv_heads * head_size floats each) in slot `slot` (block * block_size +
-  // offset) of layer l, rounded to nearest even for fp16 by the table's conversion.
+  // offset) of layer l, rounded to nearest even for fp16 by the table's conversion; for q8, each head's
+  // row as round(x * 127 / max|x|) with scale max|x| / 127 (kv_quantize_row_q8).
   void store(const kernels::kernel_table& kt, int layer, int slot, const float* key, const float* value) const;
   // Copies block `from`'s keys and values into block `to`, in every layer (copy on write).
   void copy_block(int from, int to);
@@ -30,14 +38,17 @@ class kv_cache {
   int n_blocks() const { return n_blocks_; }
   int block_size() const { return block_size_; }
   dtype type() const { return type_; }
-  std::size_t bytes() const { return n_elements_ * dtype_size(type_); }
-  // Bytes one token slot takes over all layers (keys and values).
-  static std::size_t bytes_per_token(int n_layers, int kv_dim, dtype type) {
-    return 2 * static_cast<std::size_t>(n_layers) * kv_dim * dtype_size(type);
+  std::size_t bytes() const { return n_elements_ * dtype_size(type_) + n_scales() * sizeof(float); }
+  // Bytes one token slot takes over all layers (keys and values, and q8's scales).
+  static std::size_t bytes_per_token(int n_layers, int n_kv_heads, int head_size, dtype type) {
+    const std::size_t row = head_size * dtype_size(type) + (type == dtype::i8 ? sizeof(float) : 0);
+    return 2 * static_cast<std::size_t>(n_layers) * n_kv_heads * row;
   }
 
  private:
   std::byte* element(std::size_t i) const { return data_.get() + i * dtype_size(type_); }
+  // q8: one scale per row of head_size elements, laid out as the rows are.
+  std::size_t n_scales() const { return type_ == dtype::i8 ? n_elements_ / head_size_ : 0; }
 
   int n_layers_, n_blocks_, block_size_, n_kv_heads_, head_size_;
   dtype type_;
@@ -45,6 +56,11 @@ class kv_cache {
   std::size_t layer_stride_;  // elements per layer
   std::size_t n_elements_;
   std::unique_ptr<std::byte[]> data_;
+  std::unique_ptr<float[]> scales_;  // q8 only: [n_elements / head_size]
 };
+
+// One row of a q8 cache: q[n] = round(x * 127 / max|x|) (to nearest even), returns max|x| / 127
+// (0, with q = 0, for a zero row).
+float kv_quantize_row_q8(std::int8_t* q, const float* x, int n);
 
 }  // namespace pagedserve

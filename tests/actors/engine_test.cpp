@@ -64,34 +64,37 @@ TEST(engine, eight_prompts_batched_equal_each_alone) {
   }
 }
 
-// With an fp16 K/V cache (--kv-cache-dtype f16) a request's greedy output is still the same batched
-// with others and chunked as run alone in its own engine.
-TEST(engine, fp16_kv_cache_batched_and_chunked_equals_each_alone) {
+// With an fp16 or q8 K/V cache (--kv-cache-dtype f16, q8) a request's greedy output is still the same
+// batched with others and chunked as run alone in its own engine.
+TEST(engine, fp16_and_q8_kv_cache_batched_and_chunked_equals_each_alone) {
   PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
   const loaded s = load_stories();
-  auto run = [&](const std::vector<std::string>& prompts, int chunk_budget) {
-    boost::asio::io_context io;
-    engine_config cfg;
-    cfg.kv_blocks = 256;
-    cfg.max_num_batched_tokens = chunk_budget;
-    cfg.kv_cache_dtype = "f16";
-    engine e(io.get_executor(), s.weights, s.vocabulary, cfg);
-    auto link = std::make_shared<test::recording_link>();
-    for (std::size_t i = 0; i < prompts.size(); ++i)
-      test::start_request(e, link, "r" + std::to_string(i), prompts[i], greedy(80));
-    EXPECT_TRUE(test::run_until(io, [&] { return link->n_ended() == static_cast<int>(prompts.size()); }));
-    std::vector<std::vector<token_id>> ids;
-    const auto got = link->requests();
-    for (std::size_t i = 0; i < prompts.size(); ++i) ids.push_back(got.at("r" + std::to_string(i)).ids);
-    return ids;
-  };
-  const auto batched = run(eight_prompts, 7);
-  for (std::size_t i = 0; i < eight_prompts.size(); ++i) {
-    SCOPED_TRACE(eight_prompts[i]);
-    const auto alone = run({eight_prompts[i]}, 512);
-    ASSERT_EQ(alone.size(), 1u);
-    EXPECT_EQ(batched[i], alone[0]);
-    EXPECT_FALSE(alone[0].empty());
+  for (const char* kv_type : {"f16", "q8"}) {
+    SCOPED_TRACE(kv_type);
+    auto run = [&](const std::vector<std::string>& prompts, int chunk_budget) {
+      boost::asio::io_context io;
+      engine_config cfg;
+      cfg.kv_blocks = 256;
+      cfg.max_num_batched_tokens = chunk_budget;
+      cfg.kv_cache_dtype = kv_type;
+      engine e(io.get_executor(), s.weights, s.vocabulary, cfg);
+      auto link = std::make_shared<test::recording_link>();
+      for (std::size_t i = 0; i < prompts.size(); ++i)
+        test::start_request(e, link, "r" + std::to_string(i), prompts[i], greedy(80));
+      EXPECT_TRUE(test::run_until(io, [&] { return link->n_ended() == static_cast<int>(prompts.size()); }));
+      std::vector<std::vector<token_id>> ids;
+      const auto got = link->requests();
+      for (std::size_t i = 0; i < prompts.size(); ++i) ids.push_back(got.at("r" + std::to_string(i)).ids);
+      return ids;
+    };
+    const auto batched = run(eight_prompts, 7);
+    for (std::size_t i = 0; i < eight_prompts.size(); ++i) {
+      SCOPED_TRACE(eight_prompts[i]);
+      const auto alone = run({eight_prompts[i]}, 512);
+      ASSERT_EQ(alone.size(), 1u);
+      EXPECT_EQ(batched[i], alone[0]);
+      EXPECT_FALSE(alone[0].empty());
+    }
   }
 }
 

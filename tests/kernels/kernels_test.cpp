@@ -189,7 +189,7 @@ void check_paged_attention(const kernel_table& kt, int n_heads, int n_kv_heads, 
 }
 
 TEST_P(kernel_table_test, paged_attention_matches_reference) {
-  for (int head_size : {8, 12, 64, 128}) {  // 64 and 128: AVX-512's register-resident attend_block
+  for (int head_size : {8, 12, 64, 128}) {  // 64 and 128: AVX-512's register-resident attend_group
     SCOPED_TRACE("GQA 8/4 head_size=" + std::to_string(head_size));
     check_paged_attention(kt(), 8, 4, head_size, rng_);
   }
