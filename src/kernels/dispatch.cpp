@@ -58,6 +58,10 @@ std::span<const kernel_table* const> kernel_tables_supported() {
   return supported;
 }
 
+bool block_panels_pay(const kernel_table& kt, dtype t) {
+  return (kt.which == isa::avx512_vnni || kt.which == isa::avx512_bf16) && t == dtype::q4_0;
+}
+
 const kernel_table* kernel_table_select(std::string_view forced) {
   for (const kernel_table* t : kernel_tables_supported())
     if (forced == "auto" || forced == isa_name(t->which)) return t;
