@@ -59,7 +59,7 @@ std::span<const kernel_table* const> kernel_tables_supported() {
 }
 
 bool block_panels_pay(const kernel_table& kt, dtype t) {
-  return (kt.which == isa::avx512_vnni || kt.which == isa::avx512_bf16) && t == dtype::q4_0;
+  return (kt.which == isa::avx512_vnni || kt.which == isa::avx512_bf16) && (t == dtype::q4_0 || t == dtype::q4_k);
 }
 
 const kernel_table* kernel_table_select(std::string_view forced) {

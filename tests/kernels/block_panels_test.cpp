@@ -20,18 +20,24 @@
 namespace pagedserve::kernels {
 namespace {
 
-constexpr dtype panel_types[] = {dtype::q4_0};
+constexpr dtype panel_types[] = {dtype::q4_0, dtype::q4_k};
 constexpr int ragged_rows[] = {1, 4, 5, 16, 17, 37};
 
-// Random blocks (every nibble pattern) with fp16 scales d in +-[0.001, 0.01] at each block's start.
+// A few blocks a row: 3 of q4_0's 32 (an odd count), 2 of q4_k's 256.
+int cols_of(dtype t) { return t == dtype::q4_k ? 512 : 96; }
+
+// Random blocks (every nibble and scale pattern) with fp16 fields (d; q4_k's d and dmin) in
+// +-[0.001, 0.01] at each block's start.
 std::vector<std::byte> random_rows(dtype t, int rows, int cols, std::mt19937& rng) {
   std::vector<std::byte> data(rows * block_row_bytes(t, cols));
   std::uniform_int_distribution<int> byte(0, 255);
   std::uniform_real_distribution<float> mag(0.001f, 0.01f);
   for (std::byte& b : data) b = static_cast<std::byte>(byte(rng));
   for (std::size_t at = 0; at < data.size(); at += block_layout_of(t).bytes) {
-    const std::uint16_t d = f32_to_f16(byte(rng) % 2 ? mag(rng) : -mag(rng));
-    std::memcpy(&data[at], &d, 2);
+    for (int off = 0; off < (t == dtype::q4_k ? 4 : 2); off += 2) {
+      const std::uint16_t d = f32_to_f16(byte(rng) % 2 ? mag(rng) : -mag(rng));
+      std::memcpy(&data[at + off], &d, 2);
+    }
   }
   return data;
 }
@@ -56,7 +62,7 @@ TEST(BlockPanels, HoldExactlyTheFilesBlocks) {
   std::mt19937 rng(5);
   for (dtype t : panel_types)
     for (int rows : ragged_rows) {
-      const int cols = 96;
+      const int cols = cols_of(t);
       const packed_matrix m = random_packed(t, rows, cols, rng);
       const std::size_t row_bytes = block_row_bytes(t, cols);
       EXPECT_EQ(m.as_panels.n_bytes(), m.panels.size());
@@ -96,7 +102,7 @@ TEST_P(BlockPanelsMatmul, AgreeWithTheRowKernels) {
   std::mt19937 rng(11);
   for (dtype t : panel_types)
     for (int rows : ragged_rows) {
-      const int n_tokens = 5, cols = 160;
+      const int n_tokens = 5, cols = cols_of(t);
       const packed_matrix m = random_packed(t, rows, cols, rng);
       const std::vector<std::byte> xq = quantize(kt, t, random_vector(static_cast<std::size_t>(n_tokens) * cols, rng), n_tokens, cols);
       std::vector<float> want(static_cast<std::size_t>(n_tokens) * rows), got(want.size(), NAN);
@@ -107,6 +113,7 @@ TEST_P(BlockPanelsMatmul, AgreeWithTheRowKernels) {
           ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want[i])) << "output " << i;
       } else {  // the same integers, summed in fp32 in another order
         expect_close(got, want, cols / 32);
+        if (HasFailure()) FAIL() << dtype_name(t) << ", " << rows << " rows";
       }
     }
 }
@@ -116,8 +123,9 @@ TEST_P(BlockPanelsMatmul, AgreeWithTheRowKernels) {
 TEST_P(BlockPanelsMatmul, BatchInvariant) {
   const kernel_table& kt = *GetParam();
   std::mt19937 rng(13);
-  const int n_tokens = 33, rows = 37, cols = 96;
+  const int n_tokens = 33, rows = 37;
   for (dtype t : panel_types) {
+    const int cols = cols_of(t);
     const packed_matrix m = random_packed(t, rows, cols, rng);
     const std::size_t x_bytes = activation_row_bytes(t, cols);
     const std::vector<std::byte> xq = quantize(kt, t, random_vector(static_cast<std::size_t>(n_tokens) * cols, rng), n_tokens, cols);
