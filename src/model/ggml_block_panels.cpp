@@ -38,8 +38,12 @@ constexpr field_move q4_k_fields[] = {{0, 2, 0, 2},   {2, 2, 8, 2},    {4, 4, 16
                                       {64, 16, 256, 16}, {80, 16, 320, 16}, {96, 16, 384, 16}, {112, 16, 448, 16},
                                       {128, 16, 512, 16}};
 
+// q8_0 (136-byte quad): d at 2 i; weights 0..15 at 8 + 16 i, 16..31 at 72 + 16 i.
+constexpr field_move q8_0_fields[] = {{0, 2, 0, 2}, {2, 16, 8, 16}, {18, 16, 72, 16}};
+
 std::span<const field_move> fields_of(dtype t) {
   if (t == dtype::q4_k) return q4_k_fields;
+  if (t == dtype::q8_0) return q8_0_fields;
   return q4_0_fields;
 }
 

@@ -6,7 +6,8 @@
 // of its 4 quads (4 rows each) in turn, then block b + 1, so a panel streams as one sequential run.
 //
 // q4_0's quad block (72 bytes): the 4 rows' fp16 scales d (8 bytes), then their 16 bytes of nibbles,
-// row after row: one zmm of nibbles, each 128-bit lane one row's block. q4_k's (576 bytes): the 4 rows'
+// row after row: one zmm of nibbles, each 128-bit lane one row's block. q8_0's (136 bytes): the 4 d,
+// the 4 rows' weights 0..15, then their weights 16..31. q4_k's (576 bytes): the 4 rows'
 // d, then dmin (8 bytes each); their 12 packed scale bytes as three runs of 4 bytes per row (48 bytes);
 // then for each 32 bytes of nibbles (sub-blocks 2c, 2c + 1), the first 16 of every row, then the last 16.
 #include <cstddef>
@@ -22,8 +23,8 @@ constexpr int block_panel_quad = 4;   // rows interleaved in one quad block
 // kernel runs one quad at a time) rather than block b of every quad, then block b + 1 (q4_0).
 constexpr bool block_panel_quads_follow(dtype t) { return t == dtype::q4_k; }
 
-// Whether type t has a panel layout (q4_0, q4_k).
-constexpr bool block_panels_defined(dtype t) { return t == dtype::q4_0 || t == dtype::q4_k; }
+// Whether type t has a panel layout (q4_0, q8_0, q4_k).
+constexpr bool block_panels_defined(dtype t) { return t == dtype::q4_0 || t == dtype::q8_0 || t == dtype::q4_k; }
 constexpr int block_panel_padded_rows(int rows) { return (rows + block_panel_rows - 1) / block_panel_rows * block_panel_rows; }
 
 // Bytes of the panels of a [rows, cols] matrix of type t (its padded rows' blocks).

@@ -20,10 +20,10 @@
 namespace pagedserve::kernels {
 namespace {
 
-constexpr dtype panel_types[] = {dtype::q4_0, dtype::q4_k};
+constexpr dtype panel_types[] = {dtype::q4_0, dtype::q8_0, dtype::q4_k};
 constexpr int ragged_rows[] = {1, 4, 5, 16, 17, 37};
 
-// A few blocks a row: 3 of q4_0's 32 (an odd count), 2 of q4_k's 256.
+// A few blocks a row: 3 of q4_0's or q8_0's 32 (an odd count), 2 of q4_k's 256.
 int cols_of(dtype t) { return t == dtype::q4_k ? 512 : 96; }
 
 // Random blocks (every nibble and scale pattern) with fp16 fields (d; q4_k's d and dmin) in
