@@ -25,7 +25,7 @@ pagedserve_layer(formats
   FILES src/model/weight.cpp src/model/ggml_*.cpp src/model/ggml_block_formats.hpp src/model/gguf_reader.cpp
     src/model/safetensors_reader.cpp src/model/mapped_file.cpp
     src/kernels/block_formats.hpp  # ggml's block structs, which the codecs fill and the kernels read
-    include/pagedserve/weight.hpp src/model/ggml_blocks.hpp src/model/gguf.hpp
+    include/pagedserve/weight.hpp src/model/ggml_blocks.hpp src/model/ggml_block_panels.hpp src/model/gguf.hpp
     src/model/safetensors.hpp src/model/mapped_file.hpp
   USES base THIRD_PARTY simdjson)
 pagedserve_layer(kernels FILES src/kernels/* include/pagedserve/kernels.hpp

@@ -31,6 +31,7 @@
 
 #include "compute_peak.hpp"
 #include "membw.hpp"
+#include "model/ggml_block_panels.hpp"
 #include "model/ggml_blocks.hpp"
 #include "pagedserve/kernels.hpp"
 #include "model/quantize.hpp"
@@ -158,9 +159,17 @@ std::vector<std::byte> random_block_matrix(dtype type, int rows, int cols, std::
   return data;
 }
 
-void bench_block_matmul(benchmark::State& state, const kernel_table* kt, dtype type, matmul_shape shape, int n_tokens) {
+// panels: the matrix repacked into row panels (ggml_block_panels.hpp), as the loader stores it when
+// block_panels_pay; the same weights, so the A/B of the two layouts is this case and its "_panels" twin.
+void bench_block_matmul(benchmark::State& state, const kernel_table* kt, dtype type, matmul_shape shape, int n_tokens,
+                        bool panels) {
   std::mt19937 rng(42);
-  const std::vector<std::byte> one = random_block_matrix(type, shape.n_out, shape.n_in, rng);
+  std::vector<std::byte> one = random_block_matrix(type, shape.n_out, shape.n_in, rng);
+  if (panels) {
+    std::vector<std::byte> packed(block_panels_bytes(type, shape.n_out, shape.n_in));
+    block_panels_pack(packed.data(), one.data(), type, shape.n_out, shape.n_in);
+    one = std::move(packed);
+  }
   const std::size_t n_copies = ((std::size_t{256} << 20) + one.size() - 1) / one.size();
   std::vector<std::byte> copies(n_copies * one.size());
   for (std::size_t c = 0; c < n_copies; ++c) std::memcpy(copies.data() + c * one.size(), one.data(), one.size());
@@ -172,7 +181,8 @@ void bench_block_matmul(benchmark::State& state, const kernel_table* kt, dtype t
   std::size_t copy = 0;
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
-    const weight w{copies.data() + copy * one.size(), type, shape.n_out, shape.n_in};
+    weight w{copies.data() + copy * one.size(), type, shape.n_out, shape.n_in};
+    w.panel_rows = panels ? block_panel_rows : 0;
     copy = (copy + 1) % n_copies;
     ops::matmul(*kt, out.data(), x.data(), w, n_tokens);
     benchmark::DoNotOptimize(out.data());
@@ -187,6 +197,7 @@ void bench_block_matmul(benchmark::State& state, const kernel_table* kt, dtype t
   state.counters["tokens"] = n_tokens;
   if (measured_bandwidth_gbps() > 0) state.counters["bw_ratio"] = weight_bytes / seconds * 1e-9 / measured_bandwidth_gbps();
   if (int8_peak() > 0) state.counters["peak_ratio"] = flops / seconds * 1e-9 / int8_peak();
+  if (panels) return;  // the row layout's case carries the ratio to scalar
   seconds_per_case()[std::make_tuple(kt->which, type, shape.n_out, shape.n_in, n_tokens)] = seconds;
   const auto it = seconds_per_case().find(std::make_tuple(isa::scalar, type, shape.n_out, shape.n_in, n_tokens));
   if (it != seconds_per_case().end()) state.counters["ratio_vs_scalar"] = it->second / seconds;
@@ -223,10 +234,14 @@ void register_benchmarks() {
           const std::string name = "blocks/" + std::to_string(shape.n_out) + "x" + std::to_string(shape.n_in) + "_" +
                                    shape.what + "/tokens:" + std::to_string(n_tokens) + "/" +
                                    std::string(dtype_name(type)) + "/" + std::string(isa_name(kt->which));
-          benchmark::RegisterBenchmark(name.c_str(), bench_block_matmul, kt, type, shape, n_tokens)
-              ->UseRealTime()
-              ->Unit(benchmark::kMicrosecond)
-              ->MinTime(0.2);
+          for (bool panels : {false, true}) {
+            if (panels && !block_panels_pay(*kt, type)) continue;
+            benchmark::RegisterBenchmark((name + (panels ? "_panels" : "")).c_str(), bench_block_matmul, kt, type, shape,
+                                         n_tokens, panels)
+                ->UseRealTime()
+                ->Unit(benchmark::kMicrosecond)
+                ->MinTime(0.2);
+          }
         }
 }
 

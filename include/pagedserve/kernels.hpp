@@ -153,6 +153,9 @@ struct act_block256 {
 const kernel_table* kernel_table_select(std::string_view forced = "auto");
 // Every table this CPU can run (tests and benchmarks loop over them).
 std::span<const kernel_table* const> kernel_tables_supported();
+// Whether table kt has a panel kernel for block type t, so that repacking t's matrices into row panels
+// at load (model/ggml_block_panels.hpp) pays; every table computes panel-packed weights either way.
+bool block_panels_pay(const kernel_table& kt, dtype t);
 
 // Read access to one layer of the paged KV pool. Inside a block, each kv head's keys are contiguous
 // (vLLM's layout): element d of kv head h of token slot s of block b lives at

@@ -38,6 +38,9 @@ struct weight {
   // i8 only, else null; both padded with zeros to i8_padded_rows(rows) entries:
   const float* scales = nullptr;          // dequantization scale of each row
   const std::int32_t* row_sums = nullptr; // sum_i q[o, i] of each row (the int8 kernels' zero-point correction)
+  // Block formats: 0 = rows as stored in the file; block_panel_rows = repacked at load into row panels
+  // (model/ggml_block_panels.hpp), data then holds the panels of the rows padded to a whole panel.
+  int panel_rows = 0;
 
   bool empty() const { return data == nullptr; }
   std::size_t n_elements() const { return static_cast<std::size_t>(rows) * cols; }
@@ -70,7 +73,10 @@ constexpr std::size_t i8_index(int cols, int o, int i) {
 }
 
 inline std::size_t weight::n_bytes() const {
-  if (dtype_size(type) == 0) return static_cast<std::size_t>(rows) * block_row_bytes_of(type, cols);
+  if (dtype_size(type) == 0) {
+    const int stored_rows = panel_rows ? (rows + panel_rows - 1) / panel_rows * panel_rows : rows;
+    return static_cast<std::size_t>(stored_rows) * block_row_bytes_of(type, cols);
+  }
   if (type != dtype::i8) return n_elements() * dtype_size(type);
   return i8_packed_size(rows, cols) + static_cast<std::size_t>(i8_padded_rows(rows)) * (sizeof(float) + sizeof(std::int32_t));
 }

@@ -7,6 +7,7 @@
 #include "block_activations.hpp"
 #include "block_formats.hpp"
 #include "block_kernels.hpp"
+#include "block_rows.hpp"
 #include "model/ggml_blocks.hpp"
 #include "pagedserve/kernels.hpp"
 
@@ -216,9 +217,9 @@ float block_dot_scalar(dtype t, const void* w_row, const std::byte* xq, int n) {
 
 void detail::matmul_blocks_scalar(float* out, const std::byte* xq, const weight& w, int n_tokens, int o_begin,
                                   int o_end) {
-  const std::size_t row_bytes = block_row_bytes(w.type, w.cols), x_bytes = activation_row_bytes(w.type, w.cols);
+  const std::size_t x_bytes = activation_row_bytes(w.type, w.cols);
   for (int o = o_begin; o < o_end; ++o) {
-    const void* row = static_cast<const std::byte*>(w.data) + static_cast<std::size_t>(o) * row_bytes;
+    const void* row = block_row_of(w, o);
     for (int t = 0; t < n_tokens; ++t)
       out[static_cast<std::size_t>(t) * w.rows + o] = block_dot_scalar(w.type, row, xq + t * x_bytes, w.cols);
   }

@@ -12,6 +12,7 @@
 #include "block_dot_k.hpp"
 #include "block_dot_legacy.hpp"
 #include "block_kernels.hpp"
+#include "block_rows.hpp"
 #include "model/ggml_blocks.hpp"
 #include "pagedserve/kernels.hpp"
 
@@ -89,7 +90,7 @@ constexpr int block_rows_per_tile = 16;
 // step, one group, streams each row once from memory).
 inline void matmul_blocks_simd(float* out, const std::byte* xq, const weight& w, int n_tokens, int o_begin, int o_end,
                                const block_dot_kernels& k) {
-  const std::size_t row_bytes = block_row_bytes(w.type, w.cols), x_bytes = activation_row_bytes(w.type, w.cols);
+  const std::size_t x_bytes = activation_row_bytes(w.type, w.cols);
   const int nb = w.cols / block_layout_of(w.type).elements;
   for (int tile = o_begin; tile < o_end; tile += block_rows_per_tile) {
     const int tile_end = std::min(o_end, tile + block_rows_per_tile);
@@ -97,8 +98,7 @@ inline void matmul_blocks_simd(float* out, const std::byte* xq, const weight& w,
       const int n_t = std::min(k.group_tokens, n_tokens - t);
       for (int o = tile; o < tile_end; ++o) {
         float sums[block_dot_tokens];
-        k.by_tokens[n_t - 1](sums, static_cast<const std::byte*>(w.data) + static_cast<std::size_t>(o) * row_bytes,
-                             xq + t * x_bytes, x_bytes, nb);
+        k.by_tokens[n_t - 1](sums, block_row_of(w, o), xq + t * x_bytes, x_bytes, nb);
         for (int i = 0; i < n_t; ++i) out[static_cast<std::size_t>(t + i) * w.rows + o] = sums[i];
       }
     }

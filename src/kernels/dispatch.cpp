@@ -1,6 +1,7 @@
 // Chooses the kernel table once from CPU detection; config or tests may force a variant.
 #include <vector>
 
+#include "model/ggml_block_panels.hpp"
 #include "pagedserve/kernels.hpp"
 
 namespace pagedserve::kernels {
@@ -56,6 +57,10 @@ std::span<const kernel_table* const> kernel_tables_supported() {
     return v;
   }();
   return supported;
+}
+
+bool block_panels_pay(const kernel_table& kt, dtype t) {
+  return (kt.which == isa::avx512_vnni || kt.which == isa::avx512_bf16) && block_panels_defined(t);
 }
 
 const kernel_table* kernel_table_select(std::string_view forced) {

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "model/block_loader.hpp"
+#include "model/block_panels_load.hpp"
 #include "model/load_phase.hpp"
 #include "model/ps_try.hpp"
 #include "model/ggml_blocks.hpp"
@@ -321,8 +322,8 @@ void read_generation(const gguf_file& f, generation_defaults& g) {
 
 namespace {
 
-// The weights are used in place: read their pages in now rather than one fault at a time while serving.
-void prefault_tensors(const gguf_file& file) {
+// The bytes of the file's tensors, from the first to the end of the last.
+std::span<const std::byte> tensor_bytes(const gguf_file& file) {
   const std::byte* begin = nullptr;
   const std::byte* end = nullptr;
   for (const auto& t : file.tensors()) {
@@ -330,10 +331,16 @@ void prefault_tensors(const gguf_file& file) {
     begin = begin ? std::min(begin, t.data) : t.data;
     end = std::max(end, t.data + *t.n_bytes);
   }
-  if (!begin) return;
+  return begin ? std::span<const std::byte>(begin, end) : std::span<const std::byte>();
+}
+
+// The weights are used in place: read their pages in now rather than one fault at a time while serving.
+void prefault_tensors(const gguf_file& file) {
+  const std::span<const std::byte> bytes = tensor_bytes(file);
+  if (bytes.empty()) return;
   load_phase phase("reading the weights into memory");
-  prefault_pages({begin, end});
-  phase.finish(fmt::format("read {} of weights into memory", bytes_text(static_cast<std::uint64_t>(end - begin))));
+  prefault_pages(bytes);
+  phase.finish(fmt::format("read {} of weights into memory", bytes_text(static_cast<std::uint64_t>(bytes.size()))));
 }
 
 }  // namespace
@@ -356,6 +363,7 @@ std::expected<std::shared_ptr<const model>, std::string> gguf_model_from(const g
   model_convert_weights(*m, options.weights, options.progress);
   if (auto r = model_check(*m); !r) return std::unexpected(file.name() + ": " + r.error());
   if (options.weights == weight_format::as_stored) prefault_tensors(file);
+  model_pack_block_panels(*m, tensor_bytes(file));
   spdlog::info("model weights: {} ({} of them in buffers of our own, the rest mapped from the file)",
                bytes_text(model_weight_bytes(*m)), bytes_text(m->owned_bytes));
   return m;

@@ -68,4 +68,11 @@ mapped_file::~mapped_file() {
   if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
 }
 
+void release_pages(std::span<const std::byte> bytes) {
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const auto first = (reinterpret_cast<std::uintptr_t>(bytes.data()) + page - 1) / page * page;
+  const auto last = reinterpret_cast<std::uintptr_t>(bytes.data() + bytes.size()) / page * page;
+  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 }  // namespace pagedserve

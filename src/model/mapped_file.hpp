@@ -31,4 +31,9 @@ class mapped_file {
 // every expert had been touched).
 void prefault_pages(std::span<const std::byte> bytes);
 
+// Drops this process's mapping of the pages lying wholly inside `bytes` (a read-only file mapping:
+// nothing is lost, a later read faults them back in): for tensors a copy has replaced (row panels), so
+// the file's bytes and the copy are not both resident.
+void release_pages(std::span<const std::byte> bytes);
+
 }  // namespace pagedserve

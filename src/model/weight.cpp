@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "model/ggml_block_panels.hpp"
 #include "model/ggml_blocks.hpp"
 
 namespace pagedserve {
@@ -59,10 +60,18 @@ void weight_row_to_f32(float* out, const weight& w, int row) {
     case dtype::i8:
       for (int i = 0; i < w.cols; ++i) out[i] = w.scales[row] * static_cast<float>(w.i8()[i8_index(w.cols, row, i)]);
       return;
-    default:
-      dequantize_blocks(w.type, out, static_cast<const std::byte*>(w.data) + static_cast<std::size_t>(row) * block_row_bytes(w.type, w.cols),
-                        static_cast<std::size_t>(w.cols));
+    default: {
+      if (w.panel_rows == 0) {
+        dequantize_blocks(w.type, out,
+                          static_cast<const std::byte*>(w.data) + static_cast<std::size_t>(row) * block_row_bytes(w.type, w.cols),
+                          static_cast<std::size_t>(w.cols));
+        return;
+      }
+      std::vector<std::byte> blocks(block_row_bytes(w.type, w.cols));
+      block_panels_row(blocks.data(), w, row);
+      dequantize_blocks(w.type, out, blocks.data(), static_cast<std::size_t>(w.cols));
       return;
+    }
   }
 }
 
@@ -73,9 +82,14 @@ float block_weight_at(const weight& w, std::size_t i) {
   const std::size_t row = i / static_cast<std::size_t>(w.cols), col = i % static_cast<std::size_t>(w.cols);
   const std::size_t block = col / static_cast<std::size_t>(l.elements);
   std::vector<float> values(static_cast<std::size_t>(l.elements));
-  dequantize_blocks(w.type, values.data(),
-                    static_cast<const std::byte*>(w.data) + row * block_row_bytes(w.type, w.cols) + block * l.bytes,
-                    values.size());
+  const std::byte* row_blocks = static_cast<const std::byte*>(w.data) + row * block_row_bytes(w.type, w.cols);
+  std::vector<std::byte> gathered;
+  if (w.panel_rows) {
+    gathered.resize(block_row_bytes(w.type, w.cols));
+    block_panels_row(gathered.data(), w, static_cast<int>(row));
+    row_blocks = gathered.data();
+  }
+  dequantize_blocks(w.type, values.data(), row_blocks + block * l.bytes, values.size());
   return values[col % static_cast<std::size_t>(l.elements)];
 }
 

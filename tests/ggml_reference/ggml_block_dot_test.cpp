@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ggml_library.hpp"
+#include "model/ggml_block_panels.hpp"
 #include "model/ggml_blocks.hpp"
 #include "pagedserve/kernels.hpp"
 #include "support/random_blocks.hpp"
@@ -51,6 +52,15 @@ TEST(ggml_reference, block_matmul_matches_ggml_vec_dot) {
       kt->matmul_blocks(ours.data(), xq.data(), w, 1, 0, rows);
       for (int o = 0; o < rows; ++o)
         EXPECT_NEAR(ours[o], theirs[o], 1e-5 * magnitude[o] + 1e-6) << "row " << o << " (ggml " << ggml.cpu_variant() << ")";
+      if (!block_panels_defined(t)) continue;
+      // The same matrix repacked into row panels, as the loader stores it (ggml_block_panels.hpp).
+      std::vector<std::byte> panels(block_panels_bytes(t, rows, cols));
+      block_panels_pack(panels.data(), blocks.data(), t, rows, cols);
+      weight packed{panels.data(), t, rows, cols};
+      packed.panel_rows = block_panel_rows;
+      kt->matmul_blocks(ours.data(), xq.data(), packed, 1, 0, rows);
+      for (int o = 0; o < rows; ++o)
+        EXPECT_NEAR(ours[o], theirs[o], 1e-5 * magnitude[o] + 1e-6) << "panels, row " << o;
     }
   }
 }

@@ -1,0 +1,42 @@
+// model_pack_block_panels: the matrices the forward pass multiplies, each repacked once at load.
+#include "model/block_panels_load.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <vector>
+
+#include "model/ggml_block_panels.hpp"
+#include "model/mapped_file.hpp"
+#include "pagedserve/kernels.hpp"
+#include "pagedserve/model.hpp"
+
+namespace pagedserve {
+
+void model_pack_block_panels(model& m, std::span<const std::byte> mapped) {
+  const kernels::kernel_table* kt = kernels::kernel_table_select();
+  if (!kt) return;
+  std::vector<weight*> matrices;
+  if (m.classifier != m.token_embedding) matrices.push_back(&m.classifier);
+  for (layer_weights& l : m.layers) {
+    for (weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) matrices.push_back(w);
+    for (expert_weights& e : l.experts)
+      for (weight* w : {&e.gate, &e.up, &e.down}) matrices.push_back(w);
+  }
+  int n_packed = 0;
+  std::size_t bytes = 0;
+  for (weight* w : matrices) {
+    if (w->empty() || w->panel_rows || !block_panels_defined(w->type) || !kernels::block_panels_pay(*kt, w->type)) continue;
+    std::vector<std::byte> panels(block_panels_bytes(w->type, w->rows, w->cols));
+    block_panels_pack(panels.data(), static_cast<const std::byte*>(w->data), w->type, w->rows, w->cols);
+    const std::span<const std::byte> stored(static_cast<const std::byte*>(w->data), w->n_bytes());
+    if (stored.data() >= mapped.data() && stored.data() + stored.size() <= mapped.data() + mapped.size())
+      release_pages(stored);
+    bytes += panels.size();
+    w->data = m.keep(std::move(panels));
+    w->panel_rows = block_panel_rows;
+    ++n_packed;
+  }
+  if (n_packed > 0) spdlog::info("repacked {} matrices ({} MiB) into row panels", n_packed, bytes >> 20);
+}
+
+}  // namespace pagedserve

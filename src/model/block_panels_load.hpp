@@ -1,0 +1,17 @@
+#pragma once
+// The load step that repacks block-quantized matrices into row panels (model/ggml_block_panels.hpp).
+#include <cstddef>
+#include <span>
+
+#include "pagedserve/model.hpp"
+
+namespace pagedserve {
+
+// Repacks every matrix of m whose format has a panel kernel in this CPU's best kernel table
+// (kernels::block_panels_pay) into a buffer of m's own, and releases its pages of the file mapping
+// `mapped` one matrix after the other, so the file's bytes and the copy are never both resident for
+// long. The token embedding (row lookups) stays as stored; a classifier tied to it too. Other tables,
+// when forced, still compute panel-packed matrices (they gather rows back), only slower.
+void model_pack_block_panels(model& m, std::span<const std::byte> mapped);
+
+}  // namespace pagedserve

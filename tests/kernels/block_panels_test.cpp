@@ -1,0 +1,156 @@
+// Block-quantized matrices repacked into row panels (model/ggml_block_panels.hpp): the panels hold
+// exactly the file's blocks (every row gathers back to its bytes; dequantized rows equal), ragged row
+// counts included; and every kernel table computes panel-packed weights: the tables without a panel
+// kernel give their own bits over the file's rows, the ones with it agree with the row kernels within
+// rounding and are bit-exact batch invariant (1..33 tokens, any position, any row split).
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernel_test_support.hpp"
+#include "model/ggml_block_panels.hpp"
+#include "model/ggml_blocks.hpp"
+#include "pagedserve/kernels.hpp"
+#include "pagedserve/weight.hpp"
+
+namespace pagedserve::kernels {
+namespace {
+
+constexpr dtype panel_types[] = {dtype::q4_0, dtype::q8_0, dtype::q4_k};
+constexpr int ragged_rows[] = {1, 4, 5, 16, 17, 37};
+
+// A few blocks a row: 3 of q4_0's or q8_0's 32 (an odd count), 2 of q4_k's 256.
+int cols_of(dtype t) { return t == dtype::q4_k ? 512 : 96; }
+
+// Random blocks (every nibble and scale pattern) with fp16 fields (d; q4_k's d and dmin) in
+// +-[0.001, 0.01] at each block's start.
+std::vector<std::byte> random_rows(dtype t, int rows, int cols, std::mt19937& rng) {
+  std::vector<std::byte> data(rows * block_row_bytes(t, cols));
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> mag(0.001f, 0.01f);
+  for (std::byte& b : data) b = static_cast<std::byte>(byte(rng));
+  for (std::size_t at = 0; at < data.size(); at += block_layout_of(t).bytes) {
+    for (int off = 0; off < (t == dtype::q4_k ? 4 : 2); off += 2) {
+      const std::uint16_t d = f32_to_f16(byte(rng) % 2 ? mag(rng) : -mag(rng));
+      std::memcpy(&data[at + off], &d, 2);
+    }
+  }
+  return data;
+}
+
+struct packed_matrix {
+  std::vector<std::byte> rows_data, panels;
+  weight as_rows, as_panels;
+};
+
+packed_matrix random_packed(dtype t, int rows, int cols, std::mt19937& rng) {
+  packed_matrix m;
+  m.rows_data = random_rows(t, rows, cols, rng);
+  m.panels.resize(block_panels_bytes(t, rows, cols));
+  block_panels_pack(m.panels.data(), m.rows_data.data(), t, rows, cols);
+  m.as_rows = weight{m.rows_data.data(), t, rows, cols};
+  m.as_panels = weight{m.panels.data(), t, rows, cols};
+  m.as_panels.panel_rows = block_panel_rows;
+  return m;
+}
+
+TEST(BlockPanels, HoldExactlyTheFilesBlocks) {
+  std::mt19937 rng(5);
+  for (dtype t : panel_types)
+    for (int rows : ragged_rows) {
+      const int cols = cols_of(t);
+      const packed_matrix m = random_packed(t, rows, cols, rng);
+      const std::size_t row_bytes = block_row_bytes(t, cols);
+      EXPECT_EQ(m.as_panels.n_bytes(), m.panels.size());
+      EXPECT_EQ(m.panels.size(), static_cast<std::size_t>(block_panel_padded_rows(rows)) * row_bytes);
+      std::vector<std::byte> row(row_bytes);
+      std::vector<float> want(cols), got(cols);
+      for (int o = 0; o < rows; ++o) {
+        block_panels_row(row.data(), m.as_panels, o);
+        ASSERT_EQ(std::memcmp(row.data(), m.rows_data.data() + o * row_bytes, row_bytes), 0) << "row " << o << " of " << rows;
+        weight_row_to_f32(want.data(), m.as_rows, o);
+        weight_row_to_f32(got.data(), m.as_panels, o);
+        for (int i = 0; i < cols; ++i) {
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want[i])) << "row " << o << " col " << i;
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(weight_at(m.as_panels, static_cast<std::size_t>(o) * cols + i)),
+                    std::bit_cast<std::uint32_t>(want[i]));
+        }
+      }
+      // Padding rows are zero blocks: they add nothing and hold no stale bytes.
+      for (int o = rows; o < block_panel_padded_rows(rows); ++o) {
+        block_panels_row(row.data(), m.as_panels, o);
+        for (std::byte b : row) ASSERT_EQ(b, std::byte{0}) << "padding row " << o;
+      }
+    }
+}
+
+std::vector<std::byte> quantize(const kernel_table& kt, dtype t, const std::vector<float>& x, int n_tokens, int cols) {
+  const std::size_t row_bytes = activation_row_bytes(t, cols);
+  std::vector<std::byte> xq(n_tokens * row_bytes);
+  for (int i = 0; i < n_tokens; ++i) kt.quantize_activations(xq.data() + i * row_bytes, x.data() + i * cols, t, cols);
+  return xq;
+}
+
+class BlockPanelsMatmul : public ::testing::TestWithParam<const kernel_table*> {};
+
+TEST_P(BlockPanelsMatmul, AgreeWithTheRowKernels) {
+  const kernel_table& kt = *GetParam();
+  std::mt19937 rng(11);
+  for (dtype t : panel_types)
+    for (int rows : ragged_rows) {
+      const int n_tokens = 5, cols = cols_of(t);
+      const packed_matrix m = random_packed(t, rows, cols, rng);
+      const std::vector<std::byte> xq = quantize(kt, t, random_vector(static_cast<std::size_t>(n_tokens) * cols, rng), n_tokens, cols);
+      std::vector<float> want(static_cast<std::size_t>(n_tokens) * rows), got(want.size(), NAN);
+      kt.matmul_blocks(want.data(), xq.data(), m.as_rows, n_tokens, 0, rows);
+      kt.matmul_blocks(got.data(), xq.data(), m.as_panels, n_tokens, 0, rows);
+      if (!block_panels_pay(kt, t)) {  // rows gathered from the panels into the row kernels: the same bits
+        for (std::size_t i = 0; i < got.size(); ++i)
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want[i])) << "output " << i;
+      } else {  // the same integers, summed in fp32 in another order
+        expect_close(got, want, cols / 32);
+        if (HasFailure()) FAIL() << dtype_name(t) << ", " << rows << " rows";
+      }
+    }
+}
+
+// A token's outputs have the same bits alone and in any batch of 1..33 tokens at any position, and
+// whatever range of rows a call covers (ragged: 37 rows, 3 panels, the last one mostly padding).
+TEST_P(BlockPanelsMatmul, BatchInvariant) {
+  const kernel_table& kt = *GetParam();
+  std::mt19937 rng(13);
+  const int n_tokens = 33, rows = 37;
+  for (dtype t : panel_types) {
+    const int cols = cols_of(t);
+    const packed_matrix m = random_packed(t, rows, cols, rng);
+    const std::size_t x_bytes = activation_row_bytes(t, cols);
+    const std::vector<std::byte> xq = quantize(kt, t, random_vector(static_cast<std::size_t>(n_tokens) * cols, rng), n_tokens, cols);
+    std::vector<float> alone(static_cast<std::size_t>(n_tokens) * rows);
+    for (int i = 0; i < n_tokens; ++i)
+      kt.matmul_blocks(alone.data() + static_cast<std::size_t>(i) * rows, xq.data() + i * x_bytes, m.as_panels, 1, 0, rows);
+    for (int batch = 1; batch <= n_tokens; ++batch)
+      for (const int first : {0, n_tokens - batch, (n_tokens - batch) / 2}) {
+        std::vector<float> out(static_cast<std::size_t>(batch) * rows, NAN);
+        const int split = (batch * 7) % rows;  // two calls, rows [0, split) and [split, rows)
+        kt.matmul_blocks(out.data(), xq.data() + first * x_bytes, m.as_panels, batch, 0, split);
+        kt.matmul_blocks(out.data(), xq.data() + first * x_bytes, m.as_panels, batch, split, rows);
+        for (int i = 0; i < batch; ++i)
+          for (int o = 0; o < rows; ++o)
+            ASSERT_EQ(std::bit_cast<std::uint32_t>(out[static_cast<std::size_t>(i) * rows + o]),
+                      std::bit_cast<std::uint32_t>(alone[static_cast<std::size_t>(first + i) * rows + o]))
+                << dtype_name(t) << ": token " << first + i << " in a batch of " << batch << " at " << i << ", row " << o;
+      }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Tables, BlockPanelsMatmul, ::testing::ValuesIn(supported_tables()),
+                         [](const ::testing::TestParamInfo<const kernel_table*>& info) {
+                           return std::string(isa_name(info.param->which));
+                         });
+
+}  // namespace
+}  // namespace pagedserve::kernels
