@@ -58,10 +58,19 @@ class sampler {
   // Picks the next token from logits[n_vocab] and remembers it for the penalties. May modify logits.
   token_id sample(float* logits, int n_vocab, token_logprobs* logprobs_out = nullptr);
   bool wants_logprobs() const { return n_logprobs_ >= 0; }
+  // Speculative decoding: picks the token at a position where a deterministic proposer (n-gram
+  // lookup) proposed `proposed`; the result equals `proposed` when the proposal is accepted. Greedy:
+  // sample() itself; else speculative sampling against the distribution sample() would draw from,
+  // so the output's distribution is exactly sample()'s. Remembers the result for the penalties.
+  token_id sample_proposed(float* logits, int n_vocab, token_id proposed, token_logprobs* logprobs_out = nullptr);
 
  private:
   void apply_penalties_and_bias(float* logits, int n_vocab) const;
+  // Fills candidates_ with the tokens' unnormalised probabilities at this temperature, the ones kept
+  // by top-k / min-p / top-p first; returns how many are kept.
+  std::size_t keep_candidates(const float* logits, int n_vocab);
   token_id sample_at_temperature(const float* logits, int n_vocab);
+  void record(token_id chosen);  // for the penalties
 
   float temperature_, top_p_, min_p_;
   int top_k_;
@@ -72,6 +81,7 @@ class sampler {
   std::unordered_map<token_id, int> generated_counts_;  // output token -> occurrences
   std::unordered_map<token_id, bool> seen_;             // prompt or output token (repetition penalty)
   std::vector<std::pair<float, token_id>> candidates_;  // reused scratch
+  std::vector<float> target_;                           // [n_vocab] sample_proposed's distribution, scratch
 };
 
 token_id argmax(const float* logits, int n);
