@@ -126,13 +126,13 @@ struct execute_step {
   step_id step;
   std::shared_ptr<const step_batch> batch;
   std::vector<request_id> sample_for;       // sequence of each sampling chunk, in plan order
-  // Parallel to sample_for: the tokens proposed after the chunk's last token (speculative decoding),
-  // usually none. A chunk with k proposals has k + 1 logits rows.
-  std::vector<std::vector<token_id>> proposed;
   std::vector<sequence_started> started;    // sequences new to the executor this step
   std::vector<request_id> dropped;          // sequences the executor can forget
   std::vector<std::pair<std::int32_t, std::int32_t>> block_copies;  // {from, to}, made before the forward
   bool follows_step = false;  // planned as soon as the previous step ended: time between them is a gap
+  // Empty, or parallel to sample_for: the tokens proposed after each chunk's last token (speculative
+  // decoding; usually none). A chunk with k proposals has k + 1 logits rows.
+  std::vector<std::vector<token_id>> proposed;
 };
 using executor_mailbox = std::variant<execute_step>;
 

@@ -5,6 +5,7 @@
 #include <expected>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace pagedserve {
@@ -42,6 +43,16 @@ struct server_config {
   std::string replica_name;
 };
 
+// Speculative decoding, as vLLM's --speculative-config (docs/speculative-decoding.md):
+// {"method":"ngram","num_speculative_tokens":4,"prompt_lookup_max":4,"prompt_lookup_min":1}.
+struct speculative_config {
+  std::string method;              // "" = off; "ngram" = prompt lookup (a draft model is not built yet)
+  int num_speculative_tokens = 0;  // proposals verified per sequence and step, at most
+  int prompt_lookup_max = 4;       // ngram: longest suffix of the sequence looked up
+  int prompt_lookup_min = 1;       // ngram: shortest
+  std::string model;               // a draft model's path (refused by config_validate for now)
+};
+
 struct engine_config {
   int kv_blocks = 1024;                // KV pool size in blocks (memory: blocks * block_size * layers * 2 * kv_dim * 4 B, 2 B for f16)
   int block_size = 16;                 // tokens per KV block
@@ -72,6 +83,7 @@ struct engine_config {
   // makes them control tokens (Hugging Face's and vLLM's default, so a user can close a turn or open
   // a system one); "text" tokenizes them as the characters they are. The template's own stay special.
   std::string special_tokens_in_content = "parse";
+  speculative_config speculative;  // off unless configured
 };
 
 struct model_paths {
@@ -95,6 +107,9 @@ struct config {
 
 // Reads a JSON config file over the defaults; unknown keys and wrong types are errors.
 std::expected<config, std::vector<std::string>> config_load(const std::filesystem::path& path);
+// Reads --speculative-config's JSON text (the keys of speculative_config; "method" defaults to
+// "ngram" without "model"), appending every problem to `errors`.
+speculative_config speculative_config_parse(std::string_view json, std::vector<std::string>& errors);
 // Every problem with the values, empty when the config is usable.
 std::vector<std::string> config_validate(const config& c);
 
