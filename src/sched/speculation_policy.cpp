@@ -11,7 +11,7 @@ int speculation_knee_rows(const speculation_limits& limits, const step_cost_mode
   if (!cost.fitted() || cost.per_unit_seconds() <= 0) return limits.knee_rows_prior;
   // Where the rows' compute equals the weight streaming every step pays once.
   const double knee = cost.fixed_seconds() / cost.per_unit_seconds();
-  return static_cast<int>(std::clamp(knee, 0.0, 4096.0));
+  return static_cast<int>(std::clamp(knee + 1e-6, 0.0, 4096.0));  // 1e-6: rounding in the fit
 }
 
 int speculation_per_sequence(const speculation_limits& limits, const step_cost_model& cost, int n_decodes) {
