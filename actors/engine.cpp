@@ -59,6 +59,7 @@ speculation_limits speculation_limits_of(const speculative_config& c) {
   l.num_speculative_tokens = c.num_speculative_tokens;
   l.lookup_max = c.prompt_lookup_max;
   l.lookup_min = c.prompt_lookup_min;
+  l.fixed_knee_rows = c.max_batch_rows;
   return l;
 }
 

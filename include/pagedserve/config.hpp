@@ -51,6 +51,9 @@ struct speculative_config {
   int prompt_lookup_max = 4;       // ngram: longest suffix of the sequence looked up
   int prompt_lookup_min = 1;       // ngram: shortest
   std::string model;               // a draft model's path (refused by config_validate for now)
+  // Rows (decodes + proposals) a step may hold while proposals are added; 0 = where the learnt step
+  // cost says verification stops paying (the default). Set: a fixed bound (tests, benchmarks).
+  int max_batch_rows = 0;
 };
 
 struct engine_config {

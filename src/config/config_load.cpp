@@ -136,6 +136,7 @@ std::vector<std::string> config_validate(const config& c) {
                   "\" is not supported (only \"ngram\"; a draft model is not built yet)");
     if (spec.num_speculative_tokens < 1 || spec.num_speculative_tokens > 16)
       e.push_back("engine.speculative_config.num_speculative_tokens must be 1..16");
+    if (spec.max_batch_rows < 0) e.push_back("engine.speculative_config.max_batch_rows must be 0 (learnt) or positive");
     if (spec.prompt_lookup_min < 1 || spec.prompt_lookup_max < spec.prompt_lookup_min)
       e.push_back("engine.speculative_config needs 1 <= prompt_lookup_min <= prompt_lookup_max");
   }

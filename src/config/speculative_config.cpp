@@ -33,6 +33,7 @@ speculative_config speculative_config_parse(std::string_view json, std::vector<s
     else if (key == "prompt_lookup_max") read_int(c.prompt_lookup_max);
     else if (key == "prompt_lookup_min") read_int(c.prompt_lookup_min);
     else if (key == "model") read_string(c.model);
+    else if (key == "max_batch_rows") read_int(c.max_batch_rows);
     else errors.push_back("unknown config key " + where);
   }
   if (!has_method && c.model.empty()) c.method = "ngram";

@@ -8,6 +8,7 @@
 namespace pagedserve {
 
 int speculation_knee_rows(const speculation_limits& limits, const step_cost_model& cost) {
+  if (limits.fixed_knee_rows > 0) return limits.fixed_knee_rows;
   if (!cost.fitted() || cost.per_unit_seconds() <= 0) return limits.knee_rows_prior;
   // Where the rows' compute equals the weight streaming every step pays once.
   const double knee = cost.fixed_seconds() / cost.per_unit_seconds();

@@ -18,6 +18,7 @@ struct speculation_limits {
   int lookup_min = 1;              // n-gram lookup: shortest suffix matched
   // Rows a step may hold before verification stops paying, until the step cost model has learnt it.
   int knee_rows_prior = 32;
+  int fixed_knee_rows = 0;  // set: this bound instead of the learnt one (tests, benchmarks)
 };
 
 // Rows (decode rows plus proposals) a step may hold while proposals still pay.

@@ -102,7 +102,7 @@ TEST(schedule_step_speculation, rejected_proposals_never_enter_the_prefix_cache)
 TEST(schedule_step_speculation, proposals_count_against_the_token_budget_and_shrink_as_the_batch_grows) {
   // A knee of 8 rows (the prior, before the cost model has learnt one): 1 decode gets 4 proposals,
   // 2 decodes 3 each, 4 decodes 1 each, 8 decodes none.
-  speculation_limits l{4, 3, 1, 8};
+  speculation_limits l{4, 3, 1, 8, 0};
   const step_cost_model cost;
   EXPECT_EQ(speculation_per_sequence(l, cost, 1), 4);
   EXPECT_EQ(speculation_per_sequence(l, cost, 2), 3);
