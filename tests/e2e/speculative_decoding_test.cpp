@@ -4,9 +4,9 @@
 // method is refused at start-up.
 #include <gtest/gtest.h>
 
-#include "e2e/stream_collector.hpp"
 #include "support/http_client.hpp"
 #include "support/server_process.hpp"
+#include "e2e/stream_collector.hpp"
 
 namespace pagedserve::e2e {
 namespace {
@@ -35,7 +35,7 @@ stream_collector run_requests(int port, int max_tokens) {
 
 TEST(speculative_decoding, ngram_server_streams_the_same_greedy_text_and_counts_proposals) {
   PAGEDSERVE_REQUIRE_DATA(model_path());
-  server_process plain({});
+  server_process plain;
   ASSERT_TRUE(plain.ready()) << plain.error();
   const stream_collector want = run_requests(plain.port(), 120);
 
