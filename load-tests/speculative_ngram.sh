@@ -27,19 +27,22 @@ esac
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
-start() {  # start LOG FLAGS...: prints the port
+port=""
+start() {  # start LOG FLAGS...: sets $port
   local log="$1"; shift
-  "$pagedserve" serve --host 127.0.0.1 --port 0 "${model_args[@]}" "$@" 2> "$log" &
+  "$pagedserve" serve --host 127.0.0.1 --port 0 "${model_args[@]}" "$@" > /dev/null 2> "$log" &
   pids+=($!)
   for _ in $(seq 1 600); do
-    local port; port="$(grep -o 'on http://127.0.0.1:[0-9]*' "$log" | head -1 | sed 's/.*://')" || true
-    if [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/health" > /dev/null; then echo "$port"; return; fi
+    port="$(grep -o 'on http://127.0.0.1:[0-9]*' "$log" | head -1 | sed 's/.*://')" || true
+    if [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/health" > /dev/null; then return; fi
     sleep 0.1
   done
   cat "$log" >&2; exit 1
 }
-plain_port="$(start /tmp/spec-bench-plain.log)"
-spec_port="$(start /tmp/spec-bench-ngram.log --speculative-config "$spec")"
+start /tmp/spec-bench-plain.log
+plain_port="$port"
+start /tmp/spec-bench-ngram.log --speculative-config "$spec"
+spec_port="$port"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); model ${MODEL:-stories260K}; $spec"
 
 python3 - "$plain_port" "$spec_port" "$rounds" "$max_tokens" <<'PY'
