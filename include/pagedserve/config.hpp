@@ -110,8 +110,8 @@ struct config {
 
 // Reads a JSON config file over the defaults; unknown keys and wrong types are errors.
 std::expected<config, std::vector<std::string>> config_load(const std::filesystem::path& path);
-// Reads --speculative-config's JSON text (the keys of speculative_config; "method" defaults to
-// "ngram" without "model"), appending every problem to `errors`.
+// Reads --speculative-config's JSON text (the keys of speculative_config; without "method": a draft
+// model when "model" is given, else n-gram lookup when proposals are), appending every problem to `errors`.
 speculative_config speculative_config_parse(std::string_view json, std::vector<std::string>& errors);
 // Every problem with the values, empty when the config is usable.
 std::vector<std::string> config_validate(const config& c);

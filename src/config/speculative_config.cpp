@@ -36,8 +36,8 @@ speculative_config speculative_config_parse(std::string_view json, std::vector<s
     else if (key == "max_batch_rows") read_int(c.max_batch_rows);
     else errors.push_back("unknown config key " + where);
   }
-  if (!has_method && c.model.empty()) c.method = "ngram";
-  if (!has_method && !c.model.empty()) c.method = "draft_model";
+  // vLLM's inference of the method: a model means a draft model, proposals alone n-gram lookup.
+  if (!has_method) c.method = !c.model.empty() ? "draft_model" : c.num_speculative_tokens > 0 ? "ngram" : "";
   return c;
 }
 
