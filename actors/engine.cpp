@@ -54,6 +54,16 @@ double attention_cost_of(const model_config& c) {
   return weights > 0 ? attention / (2.0 * weights) : 0.0;
 }
 
+speculation_limits speculation_limits_of(const speculative_config& c) {
+  speculation_limits l;
+  if (c.method != "ngram") return l;  // off
+  l.num_speculative_tokens = c.num_speculative_tokens;
+  l.lookup_max = c.prompt_lookup_max;
+  l.lookup_min = c.prompt_lookup_min;
+  l.fixed_knee_rows = c.max_batch_rows;
+  return l;
+}
+
 }  // namespace
 
 engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const model> m,
@@ -76,7 +86,8 @@ engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const mod
                                   .max_decode_slowdown = config.max_decode_slowdown,
                                   .min_prefill_chunk = 16,
                                   .attention_cost = attention_cost_of(model_->config),
-                                  .max_waiting_per_client = config.max_waiting_per_client}),
+                                  .max_waiting_per_client = config.max_waiting_per_client,
+                                  .speculation = speculation_limits_of(config.speculative)}),
       executor_(model_, executor_options{config.kv_blocks, config.block_size, config.max_num_batched_tokens,
                                          config.threads, kernels::kernel_table_select(config.kernels),
                                          kv_cache_type(config.kv_cache_dtype),

@@ -52,31 +52,44 @@ void executor_actor::on(execute_step m) {
   for (const auto& [from, to] : m.block_copies) cache_.copy_block(from, to);
 
   step_executed reply{m.step, {}, {}};
-  const std::size_t rows = m.sample_for.size();
-  std::vector<sampler*> row_samplers(rows);
-  for (std::size_t r = 0; r < rows; ++r) {
-    auto it = samplers_.find(m.sample_for[r]);
+  const std::size_t chunks = m.sample_for.size();
+  ps_check(m.proposed.empty() || m.proposed.size() == chunks, "executor: proposals for no sampling chunk");
+  std::vector<sampler*> chunk_samplers(chunks);
+  std::vector<std::size_t> first_row(chunks + 1, 0);  // a chunk with k proposals has k + 1 logits rows
+  for (std::size_t c = 0; c < chunks; ++c) {
+    auto it = samplers_.find(m.sample_for[c]);
     ps_check(it != samplers_.end(), "executor: sampling a sequence it was never told about");
-    row_samplers[r] = &it->second;
+    chunk_samplers[c] = &it->second;
+    first_row[c + 1] = first_row[c] + 1 + (m.proposed.empty() ? 0 : m.proposed[c].size());
   }
-  reply.sampled.resize(rows);
-  reply.logprobs.resize(rows);
+  std::vector<std::vector<token_id>> chunk_tokens(chunks);
+  std::vector<std::vector<std::optional<token_logprobs>>> chunk_logprobs(chunks);
   arena_.execute([&] {
     float* logits = forward_.run(*m.batch, cache_);
     const int vocab = model_->config.vocab_size;
-    // Each row has its own sampler and random stream, so rows sample in parallel, in any order,
-    // with the same result.
-    tbb::parallel_for(std::size_t{0}, rows, [&](std::size_t r) {
-      sampler& s = *row_samplers[r];
-      if (s.wants_logprobs()) {
-        token_logprobs lp;
-        reply.sampled[r] = s.sample(logits + r * vocab, vocab, &lp);
-        reply.logprobs[r] = std::move(lp);
-      } else {
-        reply.sampled[r] = s.sample(logits + r * vocab, vocab);
+    // Each chunk has its own sampler and random stream, so chunks sample in parallel, in any order,
+    // with the same result. Within a chunk, rows go in order: each proposal is verified after the
+    // ones before it were accepted (their tokens in the penalties), and the first rejection ends it.
+    tbb::parallel_for(std::size_t{0}, chunks, [&](std::size_t c) {
+      sampler& s = *chunk_samplers[c];
+      const std::span<const token_id> proposed =
+          m.proposed.empty() ? std::span<const token_id>{} : std::span<const token_id>(m.proposed[c]);
+      for (std::size_t k = 0; k <= proposed.size(); ++k) {
+        float* row = logits + (first_row[c] + k) * vocab;
+        std::optional<token_logprobs> lp;
+        if (s.wants_logprobs()) lp.emplace();
+        const token_id t = k < proposed.size() ? s.sample_proposed(row, vocab, proposed[k], lp ? &*lp : nullptr)
+                                               : s.sample(row, vocab, lp ? &*lp : nullptr);
+        chunk_tokens[c].push_back(t);
+        chunk_logprobs[c].push_back(std::move(lp));
+        if (k < proposed.size() && t != proposed[k]) break;
       }
     });
   });
+  for (std::size_t c = 0; c < chunks; ++c) {
+    reply.sampled.insert(reply.sampled.end(), chunk_tokens[c].begin(), chunk_tokens[c].end());
+    for (auto& lp : chunk_logprobs[c]) reply.logprobs.push_back(std::move(lp));
+  }
   last_step_end_ = clock::now();
   const auto busy = last_step_end_ - received;
   busy_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(busy).count(), std::memory_order_relaxed);

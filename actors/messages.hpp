@@ -90,7 +90,8 @@ struct step_scheduled {  // from the KvAllocatorActor: the reply to schedule_nex
 };
 struct step_executed {  // from the ExecutorActor
   step_id step;
-  std::vector<token_id> sampled;  // one per sampling chunk, in plan order
+  // Per sampling chunk, in plan order: its accepted proposals (speculative decoding), then one token.
+  std::vector<token_id> sampled;
   std::vector<std::optional<token_logprobs>> logprobs;  // parallel to sampled; set where asked
   double compute_seconds = 0;  // the forward pass and sampling (the scheduler's step cost model)
 };
@@ -108,7 +109,7 @@ struct schedule_next_step {
   step_id step;
   std::unique_ptr<scheduler_state> state;  // lent for the exchange, returned in step_scheduled
   struct executed {
-    std::vector<token_id> sampled;  // one per sampling chunk of the step in state->scheduled
+    std::vector<token_id> sampled;  // per sampling chunk of the step in state->scheduled, as step_executed's
     double compute_seconds = 0;
   };
   std::optional<executed> previous;  // the step just executed, if any: applied before planning
@@ -128,11 +129,14 @@ struct sequence_started {
 struct execute_step {
   step_id step;
   std::shared_ptr<const step_batch> batch;
-  std::vector<request_id> sample_for;       // sequence of each logits row
+  std::vector<request_id> sample_for;       // sequence of each sampling chunk, in plan order
   std::vector<sequence_started> started;    // sequences new to the executor this step
   std::vector<request_id> dropped;          // sequences the executor can forget
   std::vector<std::pair<std::int32_t, std::int32_t>> block_copies;  // {from, to}, made before the forward
   bool follows_step = false;  // planned as soon as the previous step ended: time between them is a gap
+  // Empty, or parallel to sample_for: the tokens proposed after each chunk's last token (speculative
+  // decoding; usually none). A chunk with k proposals has k + 1 logits rows.
+  std::vector<std::vector<token_id>> proposed;
 };
 using executor_mailbox = std::variant<execute_step>;
 

@@ -123,7 +123,10 @@ void scheduler_actor::execute(const step_plan& plan) {
   dropped_.clear();
   for (const auto& [from, to] : plan.block_copies) e.block_copies.emplace_back(from.value, to.value);
   for (const step_chunk& c : plan.chunks) {
-    if (c.samples) e.sample_for.push_back(c.id);
+    if (c.samples) {
+      e.sample_for.push_back(c.id);
+      e.proposed.push_back(c.proposed);
+    }
     if (known_to_executor_.insert(c.id).second) {
       const sequence* s = state_->find(c.id);
       const std::uint64_t seed = s->params->seed ? *s->params->seed : seed_source_();
@@ -150,14 +153,17 @@ void scheduler_actor::on(step_executed m) {
 
 void scheduler_actor::deliver(std::vector<sequence_update>& updates,
                               std::vector<std::optional<token_logprobs>> logprobs) {
-  for (std::size_t i = 0; i < updates.size(); ++i) {
-    sequence_update& u = updates[i];
+  std::size_t next_logprobs = 0;  // updates take the executor's tokens in order, n_sampled each
+  for (sequence_update& u : updates) {
     auto it = reply_to_.find(u.id);
     ps_check(it != reply_to_.end(), "update for a request with no reply address");
+    const std::size_t first_logprobs = next_logprobs;
+    next_logprobs += static_cast<std::size_t>(u.n_sampled);
+    if (metrics_ && u.n_proposed > 0) metrics_->on_spec_decode(u.n_proposed, u.n_accepted);
     if (!u.new_tokens.empty()) {
-      // Updates come one per sampled row, in the same order as the executor's logprobs.
       std::vector<token_logprobs> lp;
-      if (i < logprobs.size() && logprobs[i]) lp.push_back(std::move(*logprobs[i]));
+      for (std::size_t k = 0; k < u.new_tokens.size() && first_logprobs + k < logprobs.size(); ++k)
+        if (logprobs[first_logprobs + k]) lp.push_back(std::move(*logprobs[first_logprobs + k]));
       it->second->tell(tokens_generated{u.id, std::move(u.new_tokens), std::move(lp)});
     }
     if (!u.finished) continue;

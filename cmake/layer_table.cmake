@@ -34,6 +34,9 @@ pagedserve_layer(kv FILES src/kv/*
   USES base formats kernels)
 pagedserve_layer(sampling FILES src/sampling/* include/pagedserve/sampling.hpp
   USES base)
+# Speculative decoding's proposers (n-gram prompt lookup): what the scheduler asks to have verified.
+pagedserve_layer(spec FILES src/spec/*
+  USES base)
 pagedserve_layer(tokenizer FILES src/tokenizer/*
   USES base formats THIRD_PARTY simdjson pcre2 icu spdlog)
 # Constrained decoding: GBNF, JSON Schema and regex compiled to byte grammars, and the token masks
@@ -51,7 +54,7 @@ pagedserve_layer(model
   USES base config formats kernels kv sampling tokenizer chat hub THIRD_PARTY tbb simdjson spdlog)
 pagedserve_layer(sched
   FILES src/sched/*
-  USES base formats kernels kv sampling)  # the step allocates from the block manager (kv)
+  USES base formats kernels kv sampling spec)  # the step allocates from the block manager (kv)
 pagedserve_layer(metrics FILES src/metrics/*
   USES base)
 # The wire formats, and the engine's interface the network layer talks to (engine_api: submit,
@@ -62,12 +65,12 @@ pagedserve_layer(api
     include/pagedserve/generate_command.hpp include/pagedserve/generation_events.hpp
   USES base sampling tokenizer grammar metrics THIRD_PARTY simdjson icu)  # icu: through utf8.hpp
 pagedserve_layer(actors FILES actors/*
-  USES base config formats kernels kv sampling tokenizer grammar chat model sched metrics api THIRD_PARTY asio tbb spdlog)
+  USES base config formats kernels kv sampling spec tokenizer grammar chat model sched metrics api THIRD_PARTY asio tbb spdlog)
 pagedserve_layer(net FILES src/net/*
   USES base config sampling tokenizer metrics api actors THIRD_PARTY asio beast spdlog icu)  # icu: through utf8.hpp
 # The program: main(), flag parsing, the offline tools.
 pagedserve_layer(app FILES src/*.cpp src/*.hpp PROGRAM_SOURCES src/main.cpp
-  USES base config formats kernels kv sampling tokenizer grammar chat hub model sched metrics api actors net
+  USES base config formats kernels kv sampling spec tokenizer grammar chat hub model sched metrics api actors net
   THIRD_PARTY asio tbb spdlog)
 # Known violations, each being removed by other work: empty this list as that work lands.
 # gguf_tokenizer_from and gguf_chat_template are declared in the model's gguf_model.hpp though the

@@ -85,6 +85,20 @@ void add_scheduler_flags(CLI::App& sub, engine_config& e) {
   add("--max-waiting-per-client", e.max_waiting_per_client, "queued requests of one client address")->type_name("N");
 }
 
+// Speculative decoding (docs/speculative-decoding.md): vLLM's flag, a JSON object.
+void add_speculative_flag(CLI::App& sub, engine_config& e) {
+  sub.add_option_function<std::string>(
+         "--speculative-config",
+         [&e](const std::string& json) {
+           std::vector<std::string> errors;
+           e.speculative = speculative_config_parse(json, errors);
+           cli_throw_if_any(errors);
+         },
+         R"(speculative decoding, e.g. '{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_max":4}')")
+      ->type_name("JSON")
+      ->group("Engine");
+}
+
 void add_server_flags(CLI::App& sub, server_config& s) {
   const auto add = [&sub](const std::string& name, auto& field, const std::string& description) {
     return sub.add_option(name, field, description)->group("Server");
@@ -157,6 +171,7 @@ void cli_define(CLI::App& app, cli_options& o) {
   add_model_flags(*serve, c.model);
   add_compute_flags(*serve, c);
   add_scheduler_flags(*serve, c.engine);
+  add_speculative_flag(*serve, c.engine);
   add_server_flags(*serve, c.server);
   serve->callback([&c] { cli_throw_if_any(config_validate(c)); });
 

@@ -5,6 +5,7 @@
 #include <expected>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace pagedserve {
@@ -42,6 +43,19 @@ struct server_config {
   std::string replica_name;
 };
 
+// Speculative decoding, as vLLM's --speculative-config (docs/speculative-decoding.md):
+// {"method":"ngram","num_speculative_tokens":4,"prompt_lookup_max":4,"prompt_lookup_min":1}.
+struct speculative_config {
+  std::string method;              // "" = off; "ngram" = prompt lookup (a draft model is not built yet)
+  int num_speculative_tokens = 0;  // proposals verified per sequence and step, at most
+  int prompt_lookup_max = 4;       // ngram: longest suffix of the sequence looked up
+  int prompt_lookup_min = 1;       // ngram: shortest
+  std::string model;               // a draft model's path (refused by config_validate for now)
+  // Rows (decodes + proposals) a step may hold while proposals are added; 0 = where the learnt step
+  // cost says verification stops paying (the default). Set: a fixed bound (tests, benchmarks).
+  int max_batch_rows = 0;
+};
+
 struct engine_config {
   int kv_blocks = 1024;                // KV pool size in blocks (memory: blocks * block_size * layers * 2 * kv_dim * 4 B, 2 B for f16)
   int block_size = 16;                 // tokens per KV block
@@ -77,6 +91,7 @@ struct engine_config {
   // when the output or the prompt opens it), "deepseek_r1" (reasoning until </think>), "none" (all is
   // content), or "auto": qwen3 when the model's chat template writes <think>, else none.
   std::string reasoning_parser = "auto";
+  speculative_config speculative;  // off unless configured
 };
 
 struct model_paths {
@@ -100,6 +115,9 @@ struct config {
 
 // Reads a JSON config file over the defaults; unknown keys and wrong types are errors.
 std::expected<config, std::vector<std::string>> config_load(const std::filesystem::path& path);
+// Reads --speculative-config's JSON text (the keys of speculative_config; without "method": a draft
+// model when "model" is given, else n-gram lookup when proposals are), appending every problem to `errors`.
+speculative_config speculative_config_parse(std::string_view json, std::vector<std::string>& errors);
 // Every problem with the values, empty when the config is usable.
 std::vector<std::string> config_validate(const config& c);
 

@@ -27,6 +27,10 @@ constexpr std::string_view finish_reason_name(finish_reason r) {
 struct usage {
   int prompt_tokens = 0;
   int completion_tokens = 0;
+  // Speculative decoding: tokens proposed for verification, and of them accepted (each one a decode
+  // step saved). Both 0 when the request ran without speculation.
+  int spec_draft_tokens = 0;
+  int spec_accepted_tokens = 0;
 };
 
 // A prompt's token ids (or why it has none), rendered and tokenized once for all the samples of a

@@ -70,10 +70,19 @@ class sampler {
   bool wants_logprobs() const { return n_logprobs_ >= 0; }
   // From now on, draws only tokens the constraint allows (logprobs stay the raw distribution's).
   void constrain(std::unique_ptr<token_constraint> c) { constraint_ = std::move(c); }
+  // Speculative decoding: picks the token at a position where a deterministic proposer (n-gram
+  // lookup) proposed `proposed`; the result equals `proposed` when the proposal is accepted. Greedy:
+  // sample() itself; else speculative sampling against the distribution sample() would draw from,
+  // so the output's distribution is exactly sample()'s. Remembers the result for the penalties.
+  token_id sample_proposed(float* logits, int n_vocab, token_id proposed, token_logprobs* logprobs_out = nullptr);
 
  private:
   void apply_penalties_and_bias(float* logits, int n_vocab) const;
+  // Fills candidates_ with the tokens' unnormalised probabilities at this temperature, the ones kept
+  // by top-k / min-p / top-p first; returns how many are kept.
+  std::size_t keep_candidates(const float* logits, int n_vocab);
   token_id sample_at_temperature(const float* logits, int n_vocab);
+  void record(token_id chosen);  // for the penalties
 
   float temperature_, top_p_, min_p_;
   int top_k_;
@@ -85,6 +94,7 @@ class sampler {
   std::unordered_map<token_id, bool> seen_;             // prompt or output token (repetition penalty)
   std::vector<std::pair<float, token_id>> candidates_;  // reused scratch
   std::unique_ptr<token_constraint> constraint_;        // null: any token
+  std::vector<float> target_;                           // [n_vocab] sample_proposed's distribution, scratch
 };
 
 token_id argmax(const float* logits, int n);

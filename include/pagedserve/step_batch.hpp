@@ -26,6 +26,13 @@ struct step_batch {
   // `samples`, the chunk's last row is a logits row.
   void add_chunk(std::span<const token_id> tokens, int first, int n_tokens, std::span<const block_id> table,
                  int block_size, bool samples);
+  // Speculative verification: appends chunk_tokens (the sequence's last token, then the proposals) at
+  // positions first.., every row a logits row, so the step scores each proposal and the one after.
+  void add_verify_chunk(std::span<const token_id> chunk_tokens, int first, std::span<const block_id> table,
+                        int block_size);
+
+ private:
+  void add_rows(std::span<const token_id> chunk_tokens, int first, std::span<const block_id> table, int block_size);
 };
 
 }  // namespace pagedserve

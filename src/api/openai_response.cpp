@@ -23,7 +23,12 @@ void append_head(std::string& out, const response_meta& m, std::string_view obje
 void append_usage(std::string& out, const usage& u) {
   out += R"({"prompt_tokens":)" + std::to_string(u.prompt_tokens) + R"(,"completion_tokens":)" +
          std::to_string(u.completion_tokens) + R"(,"total_tokens":)" +
-         std::to_string(u.prompt_tokens + u.completion_tokens) + "}";
+         std::to_string(u.prompt_tokens + u.completion_tokens);
+  // Speculative decoding's proposals, in the fields OpenAI reports for Predicted Outputs.
+  if (u.spec_draft_tokens > 0)
+    out += R"(,"completion_tokens_details":{"accepted_prediction_tokens":)" + std::to_string(u.spec_accepted_tokens) +
+           R"(,"rejected_prediction_tokens":)" + std::to_string(u.spec_draft_tokens - u.spec_accepted_tokens) + "}";
+  out += "}";
 }
 
 void append_nullable(std::string& out, const std::optional<std::string>& s) {

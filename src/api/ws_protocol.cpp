@@ -225,7 +225,11 @@ std::string encode_done_frame(std::string_view id, const final_event& e, const s
          R"(,"total_tokens":)" + std::to_string(used.prompt_tokens + used.completion_tokens) + "}";
   auto num = [](double v) { return std::isfinite(v) ? std::to_string(v) : std::string("0"); };
   out += R"(,"timings":{"ttft_ms":)" + num(t.time_to_first_token_ms) +
-         R"(,"total_ms":)" + num(t.total_ms) + R"(,"tokens_per_second":)" + num(t.tokens_per_second) + "}";
+         R"(,"total_ms":)" + num(t.total_ms) + R"(,"tokens_per_second":)" + num(t.tokens_per_second);
+  if (used.spec_draft_tokens > 0)
+    out += R"(,"spec_draft_tokens":)" + std::to_string(used.spec_draft_tokens) + R"(,"spec_accepted_tokens":)" +
+           std::to_string(used.spec_accepted_tokens);
+  out += "}";
   if (!e.reasoning.empty()) {
     out += R"(,"reasoning":)";
     json_append_string(out, e.reasoning);

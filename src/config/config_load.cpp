@@ -39,6 +39,12 @@ class section_reader {
     return *this;
   }
 
+  // A key read by other means (an object of its own).
+  section_reader& known(std::string_view key) {
+    known_.emplace_back(key);
+    return *this;
+  }
+
   void reject_unknown() {
     for (auto [key, value] : obj_)
       if (std::find(known_.begin(), known_.end(), key) == known_.end())
@@ -98,8 +104,12 @@ std::expected<config, std::vector<std::string>> config_load(const std::filesyste
         .field("prefix_caching", c.engine.prefix_caching).field("kv_cache_dtype", c.engine.kv_cache_dtype)
         .field("generation_config", c.engine.generation_config)
         .field("special_tokens_in_content", c.engine.special_tokens_in_content)
-        .field("reasoning_parser", c.engine.reasoning_parser);
+        .field("reasoning_parser", c.engine.reasoning_parser)
+        .known("speculative_config");
     r.reject_unknown();
+    element spec;
+    if ((*s)["speculative_config"].get(spec) == simdjson::SUCCESS)
+      c.engine.speculative = speculative_config_parse(simdjson::to_string(spec), errors);
   }
   if (auto s = section("model")) {
     section_reader r(*s, "model", errors);
@@ -121,6 +131,17 @@ std::expected<config, std::vector<std::string>> config_load(const std::filesyste
 
 std::vector<std::string> config_validate(const config& c) {
   std::vector<std::string> e;
+  const speculative_config& spec = c.engine.speculative;
+  if (!spec.method.empty()) {
+    if (spec.method != "ngram")
+      e.push_back("engine.speculative_config: method \"" + spec.method +
+                  "\" is not supported (only \"ngram\"; a draft model is not built yet)");
+    if (spec.num_speculative_tokens < 1 || spec.num_speculative_tokens > 16)
+      e.push_back("engine.speculative_config.num_speculative_tokens must be 1..16");
+    if (spec.max_batch_rows < 0) e.push_back("engine.speculative_config.max_batch_rows must be 0 (learnt) or positive");
+    if (spec.prompt_lookup_min < 1 || spec.prompt_lookup_max < spec.prompt_lookup_min)
+      e.push_back("engine.speculative_config needs 1 <= prompt_lookup_min <= prompt_lookup_max");
+  }
   if (c.server.port < 0 || c.server.port > 65535) e.push_back("server.port must be 0..65535");
   if (c.server.io_threads < 1 || c.server.io_threads > 64) e.push_back("server.io_threads must be 1..64");
   if (c.server.max_frame_bytes < 64) e.push_back("server.max_frame_bytes must be at least 64");

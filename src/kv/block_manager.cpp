@@ -170,6 +170,20 @@ void block_manager::commit_full_blocks(request_id seq, int first_block, std::spa
   }
 }
 
+void block_manager::truncate(request_id seq, int n_tokens) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return;
+  sequence_blocks& s = it->second;
+  const int keep = blocks_needed(n_tokens);
+  ps_check(keep >= s.n_committed, "truncate: would drop committed blocks");
+  while (static_cast<int>(s.table.size()) > keep) {
+    const int b = s.table.back().value;
+    s.table.pop_back();
+    ps_check(refcount_[b] > 0, "truncate: a table block with no reference");
+    if (--refcount_[b] == 0) free_queue_push_back(b);
+  }
+}
+
 std::optional<std::string> block_manager::free_sequence(request_id seq) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return std::nullopt;

@@ -46,6 +46,10 @@ class block_manager {
   // Records that full blocks first_block... of the sequence hold computed K/V: `tokens` are their
   // tokens (a multiple of block_size), continuing the blocks already recorded. Other prompts may reuse them.
   void commit_full_blocks(request_id seq, int first_block, std::span<const token_id> tokens);
+  // Speculative decoding's rollback: the sequence keeps only the blocks that hold its first n_tokens
+  // tokens; the blocks past them (grown for proposals that were rejected) go back to the pool. Never
+  // cuts into committed blocks: rejected tokens are never committed.
+  void truncate(request_id seq, int n_tokens);
   // Drops the sequence's references; unknown ids are ignored. A reference the table holds but the
   // block's count has already lost (a bookkeeping bug) is skipped, not dropped twice, and described
   // in the result so the caller can report it; every other block is freed as usual.

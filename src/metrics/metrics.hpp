@@ -126,6 +126,9 @@ class serving_metrics {
   void on_tokens(int n, std::optional<seconds> gap);
   // A request ended normally (stop, length) or was cancelled (vLLM's "abort").
   void on_finished(finish_reason reason, const usage& used, seconds e2e, std::optional<seconds> decode);
+  // Speculative decoding verified n_proposed proposals of one sequence in a step and accepted the
+  // first n_accepted (vLLM's spec_decode_* counters; acceptance per position 0..n_accepted-1).
+  void on_spec_decode(int n_proposed, int n_accepted);
   // A request ended with an error before or instead of generating (queue_full, invalid_max_tokens...).
   void on_failed(std::string_view code);
 
@@ -141,6 +144,7 @@ class serving_metrics {
   metric_counter &preemptions_, &prefix_queries_, &prefix_hits_, &prompt_tokens_, &generation_tokens_;
   metric_counter &steps_, &executor_busy_, &executor_gap_;
   metric_histogram &ttft_, &itl_, &e2e_, &tpot_, &queue_, &request_prompt_tokens_, &request_generation_tokens_;
+  metric_counter &spec_drafts_, &spec_draft_tokens_, &spec_accepted_tokens_;
   std::mutex render_mu_;  // one scrape sets the scrape-time gauges and renders at a time
 };
 

@@ -83,7 +83,15 @@ serving_metrics::serving_metrics(int max_model_len)
                                                  metrics_token_count_buckets(max_model_len))),
       request_generation_tokens_(registry_.histogram("pagedserve:request_generation_tokens",
                                                      "Number of generation tokens per finished request.",
-                                                     metrics_token_count_buckets(max_model_len))) {
+                                                     metrics_token_count_buckets(max_model_len))),
+      spec_drafts_(registry_.counter("pagedserve:spec_decode_num_drafts_total",
+                                     "Speculative decoding: proposal runs verified (one per sequence and step).")),
+      spec_draft_tokens_(registry_.counter("pagedserve:spec_decode_num_draft_tokens_total",
+                                           "Speculative decoding: proposed tokens verified.")),
+      spec_accepted_tokens_(registry_.counter("pagedserve:spec_decode_num_accepted_tokens_total",
+                                              "Speculative decoding: proposed tokens accepted.")) {
+  registry_.counter("pagedserve:spec_decode_num_accepted_tokens_per_pos_total",
+                    "Speculative decoding: proposed tokens accepted, by position in the proposal run.", "position", "0");
   // Every finish reason and the admission refusal show as 0 before the first request.
   for (const char* reason : {"stop", "length", "abort"})
     registry_.counter("pagedserve:request_success_total", "Finished requests, by finish reason.", "finished_reason",
@@ -110,6 +118,14 @@ void serving_metrics::on_finished(finish_reason reason, const usage& used, secon
   request_prompt_tokens_.observe(used.prompt_tokens);
   request_generation_tokens_.observe(used.completion_tokens);
   if (decode && used.completion_tokens > 1) tpot_.observe(decode->count() / (used.completion_tokens - 1));
+}
+
+void serving_metrics::on_spec_decode(int n_proposed, int n_accepted) {
+  spec_drafts_.add();
+  spec_draft_tokens_.add(n_proposed);
+  spec_accepted_tokens_.add(n_accepted);
+  for (int position = 0; position < n_accepted; ++position)
+    registry_.counter_with("pagedserve:spec_decode_num_accepted_tokens_per_pos_total", std::to_string(position)).add();
 }
 
 void serving_metrics::on_failed(std::string_view code) {

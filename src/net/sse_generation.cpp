@@ -254,6 +254,8 @@ usage sse_generation::total_usage() const {
     int& p = prompt_tokens[static_cast<std::size_t>(c.prompt_index)];
     p = std::max(p, c.final->used.prompt_tokens);
     u.completion_tokens += c.final->used.completion_tokens;
+    u.spec_draft_tokens += c.final->used.spec_draft_tokens;
+    u.spec_accepted_tokens += c.final->used.spec_accepted_tokens;
   }
   for (const int p : prompt_tokens) u.prompt_tokens += p;
   return u;

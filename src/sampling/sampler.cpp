@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "pagedserve/sampling.hpp"
+#include "sampling/speculative_sampling.hpp"
 
 namespace pagedserve {
 
@@ -69,7 +70,7 @@ void fill_logprobs(const float* logits, int n, token_id chosen, int k, token_log
 
 }  // namespace
 
-token_id sampler::sample_at_temperature(const float* logits, int n) {
+std::size_t sampler::keep_candidates(const float* logits, int n) {
   // Unnormalised probabilities at this temperature, in vocabulary order.
   candidates_.resize(n);
   const float max_logit = logits[argmax(logits, n)];
@@ -122,6 +123,11 @@ token_id sampler::sample_at_temperature(const float* logits, int n) {
     }
     keep = k;
   }
+  return keep;
+}
+
+token_id sampler::sample_at_temperature(const float* logits, int n) {
+  const std::size_t keep = keep_candidates(logits, n);
   // Without truncation the draw walks the vocabulary in id order: no sort at all.
   float mass = 0.0f;
   for (std::size_t i = 0; i < keep; ++i) mass += candidates_[i].first;
@@ -142,9 +148,32 @@ token_id sampler::sample(float* logits, int n, token_logprobs* logprobs_out) {
   if (constraint_) constraint_->mask(logits, n);
   const token_id chosen = temperature_ <= 0.0f ? argmax(logits, n) : sample_at_temperature(logits, n);
   if (!raw.empty()) fill_logprobs(raw.data(), n, chosen, n_logprobs_, *logprobs_out);
+  record(chosen);
+  return chosen;
+}
+
+void sampler::record(token_id chosen) {
   if (constraint_) constraint_->accept(chosen);
   ++generated_counts_[chosen];
   if (repetition_ != 1.0f) seen_[chosen] = true;
+}
+
+token_id sampler::sample_proposed(float* logits, int n, token_id proposed, token_logprobs* logprobs_out) {
+  // Greedy: the argmax, exactly what sample() picks, so speculation never changes a greedy output.
+  if (temperature_ <= 0.0f) return sample(logits, n, logprobs_out);
+  std::vector<float> raw;
+  if (logprobs_out && n_logprobs_ >= 0) raw.assign(logits, logits + n);
+  apply_penalties_and_bias(logits, n);
+  if (constraint_) constraint_->mask(logits, n);
+  // The distribution sample() draws from, dense over the vocabulary.
+  const std::size_t keep = keep_candidates(logits, n);
+  float mass = 0.0f;
+  for (std::size_t i = 0; i < keep; ++i) mass += candidates_[i].first;
+  target_.assign(n, 0.0f);
+  for (std::size_t i = 0; i < keep; ++i) target_[candidates_[i].second] = candidates_[i].first / mass;
+  const token_id chosen = speculative_sample(target_, {}, proposed, rng_);
+  if (!raw.empty()) fill_logprobs(raw.data(), n, chosen, n_logprobs_, *logprobs_out);
+  record(chosen);
   return chosen;
 }
 

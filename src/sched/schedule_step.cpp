@@ -6,6 +6,7 @@
 
 #include "pagedserve/check.hpp"
 #include "sched/step_budget.hpp"
+#include "spec/ngram_proposer.hpp"
 
 namespace pagedserve {
 namespace {
@@ -14,6 +15,10 @@ void free_blocks(block_manager& blocks, request_id id, blocks_freed& freed) {
   if (auto fault = blocks.free_sequence(id)) [[unlikely]]
     freed.faults.push_back(std::move(*fault));
   freed.ids.push_back(id);
+}
+
+usage usage_of(const sequence& s) {
+  return {s.n_prompt, s.n_generated(), s.n_spec_draft_tokens, s.n_spec_accepted_tokens};
 }
 
 sequence& running_sequence(scheduler_state& state, request_id id) {
@@ -28,7 +33,7 @@ void end_pending_finishes(scheduler_state& state, block_manager& blocks, step_pl
     auto end = [&](auto& queue) {
       auto it = std::ranges::find(queue, id, &sequence::id);
       if (it == queue.end()) return false;
-      plan.finished.push_back({id, {}, reason, {it->n_prompt, it->n_generated()}});
+      plan.finished.push_back({id, {}, reason, usage_of(*it)});
       queue.erase(it);
       return true;
     };
@@ -86,6 +91,26 @@ std::optional<std::optional<request_id>> admission_of(const scheduler_state& sta
   return std::optional<request_id>{};
 }
 
+// Tokens n-gram lookup proposes after s's last token, at most n_max, and never past what s may still
+// generate (max_tokens) or hold (the context). None for a structured-output request: its constraint
+// masks each step's logits, which proposals verified in one step would bypass.
+std::vector<token_id> proposals_for(const scheduler_limits& limits, const sequence& s, int n_max) {
+  if (n_max <= 0 || s.params->format.type != output_format::kind::none) return {};
+  const int n_tokens = static_cast<int>(s.tokens.size());
+  n_max = std::min({n_max, s.params->max_tokens - s.n_generated() - 1, limits.context_len - n_tokens});
+  return ngram_propose(s.tokens, {limits.speculation.lookup_max, limits.speculation.lookup_min}, n_max);
+}
+
+// Proposals that fit the blocks: those needing a new block only while the pool has blocks to spare
+// (a proposal never preempts a sequence).
+int proposals_fitting(const block_manager& blocks, const sequence& s, int n) {
+  const int first = s.n_computed;
+  const int extra = blocks.blocks_needed(first + 1 + n) - std::max(blocks.blocks_needed(first + 1),
+                                                                   static_cast<int>(blocks.table(s.id).size()));
+  if (extra <= 0 || extra < blocks.n_blocks_free()) return n;
+  return std::max(0, std::min(n, blocks.blocks_needed(first + 1) * blocks.block_size() - first - 1));
+}
+
 struct next_admission {
   std::size_t index;  // into waiting
   std::optional<request_id> fork_from;
@@ -116,13 +141,22 @@ step_plan schedule_step(scheduler_state& state, block_manager& blocks) {
   end_pending_finishes(state, blocks, plan);
   step_budget budget(state.limits, state.cost);
 
-  // 1. Decodes: every running sequence one token from sampling, oldest first.
+  // 1. Decodes: every running sequence one token from sampling, oldest first; with speculative
+  // decoding, followed by the tokens n-gram lookup proposes, as many as the batch's size still makes
+  // worth verifying (speculation_policy.hpp).
+  const auto decoding = [](const sequence& s) { return static_cast<int>(s.tokens.size()) - s.n_computed == 1; };
+  const int n_proposals = speculation_per_sequence(state.limits.speculation, state.cost,
+                                                   static_cast<int>(std::ranges::count_if(state.running, decoding)));
   for (std::size_t i = 0; i < state.running.size(); ++i) {
     const int first = state.running[i].n_computed;
-    if (static_cast<int>(state.running[i].tokens.size()) - first != 1) continue;
+    if (!decoding(state.running[i])) continue;
     if (!budget.take_decode(first)) break;
-    if (!allocate_running(state, blocks, plan, i, first + 1)) break;
-    plan.chunks.push_back({state.running[i].id, first, 1, true, false, std::nullopt});
+    std::vector<token_id> proposed = proposals_for(state.limits, state.running[i], n_proposals);
+    proposed.resize(proposals_fitting(blocks, state.running[i], static_cast<int>(proposed.size())));
+    proposed.resize(budget.take_proposals(first, static_cast<int>(proposed.size())));
+    const int n = 1 + static_cast<int>(proposed.size());
+    if (!allocate_running(state, blocks, plan, i, first + n)) break;
+    plan.chunks.push_back({state.running[i].id, first, n, true, false, std::nullopt, std::move(proposed)});
   }
 
   // 2. Prefill chunks of running sequences, within what the decodes leave of the step.
@@ -134,7 +168,7 @@ step_plan schedule_step(scheduler_state& state, block_manager& blocks) {
     const int n = budget.take_prefill(first, remaining);
     if (n == 0) continue;
     if (!allocate_running(state, blocks, plan, i, first + n)) break;
-    plan.chunks.push_back({state.running[i].id, first, n, n == remaining, false, std::nullopt});
+    plan.chunks.push_back({state.running[i].id, first, n, n == remaining, false, std::nullopt, {}});
   }
 
   // 3. Admissions, taking turns across clients, while the step and the sequence cap have room. The
@@ -164,14 +198,21 @@ step_plan schedule_step(scheduler_state& state, block_manager& blocks) {
     admitted.n_computed = first;
     admitted.fork_of.reset();  // admitted once; after a preemption it is recomputed like any sequence
     ++n_running_of[admitted.client];
-    plan.chunks.push_back({admitted.id, first, n, n == remaining, true, next->fork_from});
+    plan.chunks.push_back({admitted.id, first, n, n == remaining, true, next->fork_from, {}});
     state.running.push_back(std::move(admitted));
   }
 
   // 4. The batch, from the final block tables (copy-on-write replaced shared blocks in them).
-  for (const step_chunk& c : plan.chunks)
-    plan.batch.add_chunk(running_sequence(state, c.id).tokens, c.first, c.n_tokens, blocks.table(c.id),
-                         blocks.block_size(), c.samples);
+  for (const step_chunk& c : plan.chunks) {
+    const std::vector<token_id>& tokens = running_sequence(state, c.id).tokens;
+    if (c.proposed.empty()) {
+      plan.batch.add_chunk(tokens, c.first, c.n_tokens, blocks.table(c.id), blocks.block_size(), c.samples);
+      continue;
+    }
+    std::vector<token_id> verified{tokens[c.first]};
+    verified.insert(verified.end(), c.proposed.begin(), c.proposed.end());
+    plan.batch.add_verify_chunk(verified, c.first, blocks.table(c.id), blocks.block_size());
+  }
   state.scheduled = plan.chunks;
   return plan;
 }
@@ -184,22 +225,45 @@ step_result apply_step_result(scheduler_state& state, block_manager& blocks, con
   std::size_t next_sample = 0;
   for (const step_chunk& c : state.scheduled) {
     sequence& s = running_sequence(state, c.id);
-    // Blocks the step filled become reusable prefix-cache entries.
-    const int first_block = c.first / block_size, end_block = (c.first + c.n_tokens) / block_size;
+    // A sampling chunk's tokens: the proposals the target agreed with, then one it sampled itself
+    // (a replacement for the first rejected proposal, or the token after the last accepted one).
+    int n_accepted = 0, n_sampled = 0;
+    if (c.samples) {
+      const int n_proposed = static_cast<int>(c.proposed.size());
+      while (n_accepted < n_proposed && next_sample + n_accepted < sampled.size() &&
+             sampled[next_sample + n_accepted] == c.proposed[n_accepted])
+        ++n_accepted;
+      n_sampled = n_accepted + 1;
+      ps_check(next_sample + n_sampled <= sampled.size(), "step result has fewer samples than the plan");
+      s.tokens.insert(s.tokens.end(), sampled.begin() + static_cast<std::ptrdiff_t>(next_sample),
+                      sampled.begin() + static_cast<std::ptrdiff_t>(next_sample + n_sampled));
+    }
+    // K/V are valid up to the last accepted proposal; the rows of rejected ones are rolled back.
+    s.n_computed = c.proposed.empty() ? c.first + c.n_tokens : c.first + 1 + n_accepted;
+    // Blocks the step filled become reusable prefix-cache entries (never one holding a rejected proposal).
+    const int first_block = c.first / block_size, end_block = s.n_computed / block_size;
     if (end_block > first_block)
       blocks.commit_full_blocks(s.id, first_block,
                                 std::span(s.tokens).subspan(first_block * block_size, (end_block - first_block) * block_size));
-    s.n_computed = c.first + c.n_tokens;
+    if (!c.proposed.empty()) blocks.truncate(s.id, static_cast<int>(s.tokens.size()));
     if (!c.samples) continue;
-    ps_check(next_sample < sampled.size(), "step result has fewer samples than the plan");
-    const token_id t = sampled[next_sample++];
-    s.tokens.push_back(t);
-    sequence_update u{c.id, {t}, std::nullopt, {}};
-    if (!s.params->ignore_eos && std::ranges::find(s.stop_ids, t) != s.stop_ids.end())
-      u.finished = finish_reason::stop;
-    else if (s.n_generated() >= s.params->max_tokens || static_cast<int>(s.tokens.size()) > state.limits.context_len)
-      u.finished = finish_reason::length;
-    u.used = {s.n_prompt, s.n_generated()};
+    s.n_spec_draft_tokens += static_cast<int>(c.proposed.size());
+    s.n_spec_accepted_tokens += n_accepted;
+    // Stop rules token by token: a stop token or max_tokens may end the run early.
+    const int n_before = static_cast<int>(s.tokens.size()) - n_sampled;
+    sequence_update u{c.id, {}, std::nullopt, {}, n_sampled, static_cast<int>(c.proposed.size()), n_accepted};
+    for (int k = 0; k < n_sampled && !u.finished; ++k) {
+      const token_id t = s.tokens[n_before + k];
+      u.new_tokens.push_back(t);
+      const int n_generated = n_before + k + 1 - s.n_prompt;
+      if (!s.params->ignore_eos && std::ranges::find(s.stop_ids, t) != s.stop_ids.end())
+        u.finished = finish_reason::stop;
+      else if (n_generated >= s.params->max_tokens || n_before + k + 1 > state.limits.context_len)
+        u.finished = finish_reason::length;
+    }
+    s.tokens.resize(n_before + u.new_tokens.size());
+    next_sample += n_sampled;
+    u.used = usage_of(s);
     result.updates.push_back(std::move(u));
   }
   ps_check(next_sample == sampled.size(), "step result has more samples than the plan");

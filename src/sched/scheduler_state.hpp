@@ -13,6 +13,7 @@
 #include "pagedserve/ids.hpp"
 #include "pagedserve/request.hpp"
 #include "pagedserve/sampling.hpp"
+#include "sched/speculation_policy.hpp"
 #include "sched/step_cost_model.hpp"
 
 namespace pagedserve {
@@ -31,6 +32,7 @@ struct scheduler_limits {
   // until the step cost model has learnt the ratio from the steps it timed.
   double attention_cost = 0;
   int max_waiting_per_client = 1024;  // queued sequences of one client (sequence::client) before its new ones are refused
+  speculation_limits speculation;     // speculative decoding (n-gram proposals); off by default
 };
 
 // A sequence as the scheduler tracks it.
@@ -52,6 +54,8 @@ struct sequence {
   // The first sample of a group while others have yet to reach the scheduler: held back from
   // admission so that all of them share its prompt blocks.
   bool awaiting_samples = false;
+  int n_spec_draft_tokens = 0;     // proposals verified so far (usage)
+  int n_spec_accepted_tokens = 0;  // of which accepted
 
   int n_generated() const { return static_cast<int>(tokens.size()) - n_prompt; }
 };
@@ -65,6 +69,9 @@ struct step_chunk {
   bool samples = false;
   bool admitted = false;  // taken from the waiting queue for this step
   std::optional<request_id> fork_from;  // admitted sharing this sequence's prompt blocks
+  // Speculative decoding: tokens proposed to follow the sequence's last token, verified in this step
+  // (the chunk is the last token then these, n_tokens = 1 + proposed.size(), every row sampled).
+  std::vector<token_id> proposed;
 };
 
 // What happened to a sequence in a step (or at a step boundary, for cancellations).
@@ -73,6 +80,9 @@ struct sequence_update {
   std::vector<token_id> new_tokens;
   std::optional<finish_reason> finished;
   usage used;
+  int n_sampled = 0;   // tokens the executor sampled for it (new_tokens may keep fewer: stop, max_tokens)
+  int n_proposed = 0;  // speculative proposals verified in the step
+  int n_accepted = 0;  // of which accepted
 };
 
 struct scheduler_state {

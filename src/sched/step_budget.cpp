@@ -50,6 +50,15 @@ bool step_budget::take_decode(int first) {
   return true;
 }
 
+int step_budget::take_proposals(int first, int n) {
+  n = std::min(n, tokens_left_);
+  if (n <= 0) return 0;
+  tokens_left_ -= n;
+  // The decode's own token was counted by take_decode: the proposals add the rows after it.
+  decode_work_ += chunk_work(cost_, first, 1 + n) - chunk_work(cost_, first, 1);
+  return n;
+}
+
 void step_budget::start_prefill() { work_left_ = prefill_work_allowance(limits_, cost_, decode_work_, has_decodes_); }
 
 bool step_budget::can_prefill() const { return tokens_left_ > 0 && (work_left_ > 0 || floor_left_ > 0); }

@@ -27,6 +27,8 @@ class step_budget {
 
   // Takes one token for a decode at position `first`; false when the token budget is spent.
   bool take_decode(int first);
+  // Takes up to n tokens for the proposals verified after a decode at `first`; returns how many fit.
+  int take_proposals(int first, int n);
   // Prefill may start once the decodes are in; the allowance is fixed from them.
   void start_prefill();
   bool can_prefill() const;

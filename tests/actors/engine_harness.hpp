@@ -23,6 +23,7 @@ struct recorded_request {
   std::string error_code;     // from error
   int n_final = 0;            // done + error frames: must end at exactly 1
   int completion_tokens = 0;
+  int spec_accepted_tokens = 0;  // done's timings, when speculative decoding ran
 };
 
 class recording_link : public std::enable_shared_from_this<recording_link> {
@@ -46,6 +47,9 @@ class recording_link : public std::enable_shared_from_this<recording_link> {
       ++r.n_final;
       r.finish_reason = std::string_view(e["finish_reason"]);
       r.completion_tokens = static_cast<int>(int64_t(e["usage"]["completion_tokens"]));
+      int64_t accepted = 0;
+      if (e["timings"]["spec_accepted_tokens"].get(accepted) == simdjson::SUCCESS)
+        r.spec_accepted_tokens = static_cast<int>(accepted);
     } else {
       ++r.n_final;
       r.error_code = std::string_view(e["code"]);

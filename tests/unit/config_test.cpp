@@ -115,5 +115,29 @@ TEST(config, unknown_keys_and_wrong_types_are_all_reported) {
   EXPECT_FALSE(config_load(write_temp("c.json", "{not json")).has_value());
 }
 
+TEST(config, the_speculative_config_is_read_and_checked) {
+  auto c = config_load(write_temp("s.json", R"({"engine":{"speculative_config":{"method":"ngram",
+      "num_speculative_tokens":3,"prompt_lookup_max":5,"prompt_lookup_min":2}}})"));
+  ASSERT_TRUE(c.has_value()) << c.error().front();
+  EXPECT_EQ(c->engine.speculative.method, "ngram");
+  EXPECT_EQ(c->engine.speculative.num_speculative_tokens, 3);
+  EXPECT_EQ(c->engine.speculative.prompt_lookup_max, 5);
+  EXPECT_EQ(c->engine.speculative.prompt_lookup_min, 2);
+  EXPECT_TRUE(config_validate(*c).empty());
+  auto wrong = config_load(write_temp("t.json", R"({"engine":{"speculative_config":{"method":4,"extra":1}}})"));
+  ASSERT_FALSE(wrong.has_value());
+  EXPECT_EQ(wrong.error().size(), 2u);
+  std::vector<std::string> errors;
+  // vLLM's inference: proposals alone are n-gram lookup, a model a draft model (refused for now).
+  EXPECT_EQ(speculative_config_parse(R"({"num_speculative_tokens":4})", errors).method, "ngram");
+  config draft;
+  draft.engine.speculative = speculative_config_parse(R"({"model":"d.bin","num_speculative_tokens":4})", errors);
+  EXPECT_TRUE(errors.empty());
+  EXPECT_EQ(config_validate(draft).size(), 1u);
+  config none;
+  none.engine.speculative = speculative_config_parse("{}", errors);
+  EXPECT_TRUE(config_validate(none).empty());  // off
+}
+
 }  // namespace
 }  // namespace pagedserve

@@ -76,7 +76,7 @@ sequence waiting_seq(std::uint64_t id, int n_prompt) {
 void feed(step_cost_model& cost) {
   for (int i = 0; i < 20; ++i) {
     const int n = 1 + i * 7;
-    observe_step_time(cost, {step_chunk{request_id{1}, 0, n, true, false, std::nullopt}}, 0.010 + 0.001 * n);
+    observe_step_time(cost, {step_chunk{request_id{1}, 0, n, true, false, std::nullopt, {}}}, 0.010 + 0.001 * n);
   }
 }
 

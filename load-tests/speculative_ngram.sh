@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Issue 20's benchmark: decode tok/s with and without n-gram speculative decoding, both servers up
+# at once and requests alternating between them (best of N each), on a repetitive workload: prompts
+# whose continuation repeats them (a story told twice, a function to quote back, a list to repeat).
+# Reports batch-1 tok/s, the acceptance rate and the ratio, then 16 concurrent streams the same way.
+#
+#   load-tests/speculative_ngram.sh                 stories260K (tests/data/models)
+#   MODEL=s110m load-tests/speculative_ngram.sh     a random-weight s110m-shaped model (written once to
+#                                                   /tmp with build/make-random-model; greedy decoding
+#                                                   of random weights falls into loops n-gram lookup hits)
+# Env: ROUNDS (default 5), MAX_TOKENS (default 256), SPEC (the --speculative-config JSON).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+pagedserve="${PAGEDSERVE:-$root/build/pagedserve}"
+rounds="${ROUNDS:-5}"
+max_tokens="${MAX_TOKENS:-256}"
+spec="${SPEC:-{\"method\":\"ngram\",\"num_speculative_tokens\":4,\"prompt_lookup_max\":4,\"prompt_lookup_min\":1\}}"
+case "${MODEL:-stories260K}" in
+  stories260K) model_args=(--model "$root/tests/data/models/stories260K.bin" --tokenizer "$root/tests/data/models/tok512.bin") ;;
+  s110m)
+    model="/tmp/s110m-random-spec.bin"
+    [ -f "$model" ] || "${MAKE_MODEL:-$root/build/make-random-model}" "$model" 768 2048 12 12 12 32000 1024 0 1
+    model_args=(--model "$model" --tokenizer "${SHARED:-$root/../shared}/models/tokenizer.bin") ;;
+  *) model_args=(--model "$MODEL" --tokenizer "$TOKENIZER") ;;
+esac
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+port=""
+start() {  # start LOG FLAGS...: sets $port
+  local log="$1"; shift
+  "$pagedserve" serve --host 127.0.0.1 --port 0 "${model_args[@]}" "$@" > /dev/null 2> "$log" &
+  pids+=($!)
+  for _ in $(seq 1 600); do
+    port="$(grep -o 'on http://127.0.0.1:[0-9]*' "$log" | head -1 | sed 's/.*://')" || true
+    if [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/health" > /dev/null; then return; fi
+    sleep 0.1
+  done
+  cat "$log" >&2; exit 1
+}
+start /tmp/spec-bench-plain.log
+plain_port="$port"
+start /tmp/spec-bench-ngram.log --speculative-config "$spec"
+spec_port="$port"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); model ${MODEL:-stories260K}; $spec"
+
+python3 - "$plain_port" "$spec_port" "$rounds" "$max_tokens" <<'PY'
+import json, sys, threading, time, urllib.request
+plain, spec, rounds, max_tokens = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+story = "Tim and Sue went to the park. They saw a big dog. The dog was happy and ran to them. "
+code = "def add(a, b):\n    total = a + b\n    print(total)\n    return total\n\n"
+listing = "apples, pears, plums, figs, dates, limes, "
+prompts = [story * 3 + "Tim and Sue", code * 3 + "def add(a, b):\n", listing * 4 + "apples,"]
+
+def complete(port, prompt):
+    body = json.dumps({"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True}).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", body, {"Content-Type": "application/json"})
+    t0 = time.perf_counter()
+    with urllib.request.urlopen(req, timeout=600) as r:
+        out = json.load(r)
+    u = out["usage"]
+    d = u.get("completion_tokens_details") or {}
+    return u["completion_tokens"], time.perf_counter() - t0, d.get("accepted_prediction_tokens", 0), \
+        d.get("accepted_prediction_tokens", 0) + d.get("rejected_prediction_tokens", 0), out["choices"][0]["text"]
+
+def streams(port, n):  # n concurrent requests over the prompts: tokens / wall time
+    results = [None] * n
+    def one(i): results[i] = complete(port, prompts[i % len(prompts)])
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    t0 = time.perf_counter()
+    for t in threads: t.start()
+    for t in threads: t.join()
+    wall = time.perf_counter() - t0
+    return sum(r[0] for r in results) / wall, sum(r[2] for r in results), sum(r[3] for r in results)
+
+for p in prompts: complete(plain, p); complete(spec, p)  # warm up (and let the step cost model learn)
+print(f"{'prompt':>8} {'plain tok/s':>12} {'ngram tok/s':>12} {'speedup':>8} {'accepted':>9}")
+for i, p in enumerate(prompts):
+    best = {plain: 0.0, spec: 0.0}
+    acc = drafted = 0
+    for _ in range(rounds):
+        for port in (plain, spec):  # alternating, best of the rounds
+            n, secs, a, d, text = complete(port, p)
+            best[port] = max(best[port], n / secs)
+            if port == spec: acc, drafted = a, d
+    same = complete(plain, p)[4] == complete(spec, p)[4]
+    print(f"{i:>8} {best[plain]:>12.1f} {best[spec]:>12.1f} {best[spec] / best[plain]:>7.2f}x "
+          f"{acc}/{drafted}{'' if same else '  OUTPUT DIFFERS'}")
+best = {plain: 0.0, spec: 0.0}
+acc = drafted = 0
+for _ in range(max(1, rounds // 2)):
+    for port in (plain, spec):
+        tps, a, d = streams(port, 16)
+        best[port] = max(best[port], tps)
+        if port == spec: acc, drafted = a, d
+print(f"{'16 strm':>8} {best[plain]:>12.1f} {best[spec]:>12.1f} {best[spec] / best[plain]:>7.2f}x {acc}/{drafted}")
+PY
