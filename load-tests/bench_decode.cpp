@@ -24,6 +24,7 @@
 #include <string>
 
 #include "bench_decoder.hpp"
+#include "model_shapes.hpp"
 #include "membw.hpp"
 #include "pagedserve/model.hpp"
 #include "model/model_load.hpp"
@@ -31,20 +32,6 @@
 namespace {
 
 using namespace pagedserve;
-
-model_config s110m() {
-  model_config c;
-  c.dim = 768, c.hidden_dim = 2048, c.n_layers = 12, c.n_heads = 12, c.n_kv_heads = 12;
-  c.vocab_size = 32000, c.seq_len = 1024, c.shared_classifier = true;
-  return c;
-}
-
-model_config tinyllama() {
-  model_config c;
-  c.dim = 2048, c.hidden_dim = 5632, c.n_layers = 22, c.n_heads = 32, c.n_kv_heads = 4;
-  c.vocab_size = 32000, c.seq_len = 2048, c.shared_classifier = false;
-  return c;
-}
 
 // A benchmarked shape and the checkpoint file that holds it.
 struct shape {
@@ -130,8 +117,8 @@ void register_decode(const shape& s, const char* format_name, weight_format form
 
 int main(int argc, char** argv) {
   // Checkpoints are written on first use, so a filter that skips tinyllama never writes its 4.4 GB.
-  static const shape small{"s110m", s110m(), path_from_env("PAGEDSERVE_S110M", "/tmp/s110m.bin")};
-  static const shape large{"tinyllama", tinyllama(), path_from_env("PAGEDSERVE_TINYLLAMA", "/tmp/tinyllama.bin")};
+  static const shape small{"s110m", bench::s110m(), path_from_env("PAGEDSERVE_S110M", "/tmp/s110m.bin")};
+  static const shape large{"tinyllama", bench::tinyllama(), path_from_env("PAGEDSERVE_TINYLLAMA", "/tmp/tinyllama.bin")};
   for (auto [name, format] : {std::pair{"f32", weight_format::as_stored}, std::pair{"bf16", weight_format::bf16},
                               std::pair{"int8", weight_format::int8}})
     for (int streams : {1, 16, 64}) register_decode(small, name, format, streams);

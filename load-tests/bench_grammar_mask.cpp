@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bench_decoder.hpp"
+#include "model_shapes.hpp"
 #include "grammar/grammar_constraint.hpp"
 #include "grammar/output_format_compiler.hpp"
 #include "model/model_load.hpp"
@@ -43,13 +44,6 @@ struct pairing {
   std::filesystem::path checkpoint;
   std::filesystem::path tokenizer;  // tokenizer.bin or a tokenizer.json directory
 };
-
-model_config s110m() {
-  model_config c;
-  c.dim = 768, c.hidden_dim = 2048, c.n_layers = 12, c.n_heads = 12, c.n_kv_heads = 12;
-  c.vocab_size = 32000, c.seq_len = 1024, c.shared_classifier = true;
-  return c;
-}
 
 model_config qwen_vocab_small() {
   model_config c;
@@ -136,7 +130,7 @@ void bench_mask(benchmark::State& state, const pairing* p) {
 
 int main(int argc, char** argv) {
   const char* shared = std::getenv("PAGEDSERVE_SHARED_DIR");
-  static const pairing llama2{"s110m_llama2_32k", s110m(), "/tmp/s110m.bin",
+  static const pairing llama2{"s110m_llama2_32k", bench::s110m(), "/tmp/s110m.bin",
                               std::filesystem::path(shared ? shared : "../shared") / "models/tokenizer.bin"};
   static const pairing qwen3{"small_qwen3_152k", qwen_vocab_small(), "/tmp/pagedserve_qwen_vocab_small.bin",
                              "tests/data/models/tokenizers/qwen3"};

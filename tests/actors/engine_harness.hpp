@@ -13,6 +13,9 @@
 #include "actors/engine.hpp"
 #include "actors/request_actor.hpp"
 #include "api/ws_protocol.hpp"
+#include "pagedserve/model.hpp"
+#include "tokenizer/tokenizer.hpp"
+#include "support/test_paths.hpp"
 
 namespace pagedserve::test {
 
@@ -125,6 +128,17 @@ inline engine_status status_of(boost::asio::io_context& io, engine& e) {
     return s.has_value();
   });
   return *s;
+}
+
+// stories260K (tests/data) with its tokenizer: the model the engine tests run.
+struct loaded_model {
+  std::shared_ptr<const model> weights;
+  std::shared_ptr<const tokenizer> vocabulary;
+};
+inline loaded_model load_stories() {
+  auto m = llama2c_model_load(model_file("stories260K.bin"));
+  auto t = llama2c_tokenizer_load(model_file("tok512.bin"), (*m)->config.vocab_size);
+  return {std::move(*m), std::move(*t)};
 }
 
 }  // namespace pagedserve::test

@@ -14,16 +14,7 @@
 namespace pagedserve {
 namespace {
 
-struct loaded {
-  std::shared_ptr<const model> weights;
-  std::shared_ptr<const tokenizer> vocabulary;
-};
-
-loaded load_stories() {
-  auto m = llama2c_model_load(test::model_file("stories260K.bin"));
-  auto t = llama2c_tokenizer_load(test::model_file("tok512.bin"), (*m)->config.vocab_size);
-  return {std::move(*m), std::move(*t)};
-}
+using test::load_stories;
 
 // The golden prompts' openings, and random ones of tokenizer pieces (a story repeated back and forth).
 std::vector<std::string> test_prompts(const tokenizer& tok) {
@@ -45,7 +36,7 @@ struct run_result {
 };
 
 // Runs every prompt, `concurrent` at a time, greedy, max_tokens 100 (stories260K often stops sooner).
-run_result run_all(const loaded& s, const std::vector<std::string>& prompts, bool speculative, int concurrent,
+run_result run_all(const test::loaded_model& s, const std::vector<std::string>& prompts, bool speculative, int concurrent,
                    int budget) {
   boost::asio::io_context io;
   engine_config cfg;
@@ -76,7 +67,7 @@ run_result run_all(const loaded& s, const std::vector<std::string>& prompts, boo
 
 TEST(engine_speculation, greedy_output_is_identical_with_and_without_ngram_speculation) {
   PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
-  const loaded s = load_stories();
+  const auto s = load_stories();
   const auto prompts = test_prompts(*s.vocabulary);
   const run_result plain = run_all(s, prompts, false, 1, 512);
   ASSERT_EQ(plain.requests.size(), prompts.size());
@@ -102,7 +93,7 @@ TEST(engine_speculation, golden_greedy_generations_with_speculation) {
   PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
   const auto cases = test::golden_stories260k();
   ASSERT_FALSE(cases.empty());
-  const loaded s = load_stories();
+  const auto s = load_stories();
   const auto* kt = kernels::kernel_table_select();
   std::vector<std::string> prompts;
   for (const auto& c : cases) prompts.push_back(c.prompt);

@@ -12,16 +12,7 @@
 namespace pagedserve {
 namespace {
 
-struct loaded {
-  std::shared_ptr<const model> weights;
-  std::shared_ptr<const tokenizer> vocabulary;
-};
-
-loaded load_stories() {
-  auto m = llama2c_model_load(test::model_file("stories260K.bin"));
-  auto t = llama2c_tokenizer_load(test::model_file("tok512.bin"), (*m)->config.vocab_size);
-  return {std::move(*m), std::move(*t)};
-}
+using test::load_stories;
 
 const std::vector<std::string> eight_prompts = {
     "Once upon a time", "One day, Lily", "Tim saw a café and a 🐶", "The cat",
@@ -36,7 +27,7 @@ sampling_params greedy(int max_tokens) {
 
 TEST(engine, eight_prompts_batched_equal_each_alone) {
   PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
-  const loaded s = load_stories();
+  const auto s = load_stories();
   for (int chunk_budget : {512, 7}) {  // whole prompts in one step, and prompts split into chunks
     SCOPED_TRACE("max_num_batched_tokens " + std::to_string(chunk_budget));
     boost::asio::io_context io;
@@ -68,7 +59,7 @@ TEST(engine, eight_prompts_batched_equal_each_alone) {
 // batched with others and chunked as run alone in its own engine.
 TEST(engine, fp16_and_q8_kv_cache_batched_and_chunked_equals_each_alone) {
   PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
-  const loaded s = load_stories();
+  const auto s = load_stories();
   for (const char* kv_type : {"f16", "q8"}) {
     SCOPED_TRACE(kv_type);
     auto run = [&](const std::vector<std::string>& prompts, int chunk_budget) {
@@ -100,7 +91,7 @@ TEST(engine, fp16_and_q8_kv_cache_batched_and_chunked_equals_each_alone) {
 
 TEST(engine, kv_pool_is_whole_after_500_random_requests_with_cancels_and_preemption) {
   PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
-  const loaded s = load_stories();
+  const auto s = load_stories();
   boost::asio::io_context io;
   engine_config cfg;
   cfg.kv_blocks = 40;  // 640 tokens: far fewer than the load wants, so sequences get preempted
@@ -164,7 +155,7 @@ namespace {
 // greedy requests ends with exactly the ids it produces alone.
 TEST(engine, a_tiny_kv_pool_preempts_and_every_one_of_64_requests_is_still_correct) {
   PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
-  const loaded s = load_stories();
+  const auto s = load_stories();
   boost::asio::io_context io;
   engine_config cfg;
   cfg.kv_blocks = 24;  // 384 tokens for 64 requests of up to ~90 tokens each
@@ -192,7 +183,7 @@ TEST(engine, a_tiny_kv_pool_preempts_and_every_one_of_64_requests_is_still_corre
 
 TEST(engine, prefix_cache_hits_give_the_same_greedy_ids_as_computing_alone) {
   PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
-  const loaded s = load_stories();
+  const auto s = load_stories();
   boost::asio::io_context io;
   engine_config cfg;
   cfg.kv_blocks = 128;
@@ -224,7 +215,7 @@ TEST(engine, prefix_cache_hits_give_the_same_greedy_ids_as_computing_alone) {
 // the samples share the prompt's blocks (forks) and copy only the block they write into.
 TEST(engine, parallel_samples_share_the_prompt_blocks_and_each_equals_its_seed_alone) {
   PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
-  const loaded s = load_stories();
+  const auto s = load_stories();
   const auto text = s.vocabulary->encode(
       "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her "
       "friends and her dog. One day, she saw a big red ball",
