@@ -56,6 +56,7 @@ double attention_cost_of(const model_config& c) {
 // Positions one sequence may use: the model's context, cut to engine.max_model_len when set, and never
 // more than the whole KV pool (alone, a sequence always fits).
 int context_len_of(const model_config& mc, const engine_config& c) {
+  ps_check(c.kv_blocks > 0, "engine_config.kv_blocks is 0: size the KV pool first (src/kv_pool_plan.hpp)");
   const int model_len = c.max_model_len > 0 ? std::min(mc.seq_len, c.max_model_len) : mc.seq_len;
   return std::min(model_len, c.kv_blocks * c.block_size);
 }
