@@ -21,7 +21,7 @@ int blocks_in(std::uint64_t bytes, std::uint64_t bytes_per_block) {
 
 std::expected<kv_pool_plan, std::string> kv_pool_plan_make(const engine_config& e, std::uint64_t bytes_per_token,
                                                            int context_len, std::uint64_t mem_available) {
-  if (e.kv_blocks > 0) return kv_pool_plan{e.kv_blocks, "as configured (--kv-blocks)"};
+  if (e.kv_blocks > 0) return kv_pool_plan{e.kv_blocks, "--kv-blocks (or -c, or the config file)"};
   const std::uint64_t bytes_per_block = bytes_per_token * static_cast<std::uint64_t>(e.block_size);
   if (e.kv_cache_memory != "auto") {
     auto bytes = byte_size_parse(e.kv_cache_memory);

@@ -119,10 +119,11 @@ std::expected<void, std::string> start_engine(std::optional<engine>& e, boost::a
   auto plan = kv_pool_plan_make(c, bytes_per_token, context_len, mem_available_bytes());
   if (!plan) return std::unexpected(plan.error());
   c.kv_blocks = plan->blocks;
-  e.emplace(io.get_executor(), lm.weights, lm.vocabulary, c, lm.chat);
   const std::uint64_t pool = bytes_per_token * static_cast<std::uint64_t>(c.kv_blocks) * c.block_size;
-  phase.finish(fmt::format("allocated the KV pool ({} blocks of {} tokens, {}, {}; {}) and started the engine",
-                           c.kv_blocks, c.block_size, c.kv_cache_dtype, bytes_text(pool), plan->why));
+  spdlog::info("KV pool: {} blocks, {}, sized by {}", c.kv_blocks, bytes_text(pool), plan->why);
+  e.emplace(io.get_executor(), lm.weights, lm.vocabulary, c, lm.chat);
+  phase.finish(fmt::format("allocated the KV pool ({} blocks of {} tokens, {}, {}) and started the engine",
+                           c.kv_blocks, c.block_size, c.kv_cache_dtype, bytes_text(pool)));
   return {};
 }
 
