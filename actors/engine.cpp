@@ -64,6 +64,14 @@ speculation_limits speculation_limits_of(const speculative_config& c) {
   return l;
 }
 
+// Positions one sequence may use: the model's context, cut to engine.max_model_len when set, and never
+// more than the whole KV pool (alone, a sequence always fits).
+int context_len_of(const model_config& mc, const engine_config& c) {
+  ps_check(c.kv_blocks > 0, "engine_config.kv_blocks is 0: size the KV pool first (src/kv_pool_plan.hpp)");
+  const int model_len = c.max_model_len > 0 ? std::min(mc.seq_len, c.max_model_len) : mc.seq_len;
+  return std::min(model_len, c.kv_blocks * c.block_size);
+}
+
 }  // namespace
 
 engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const model> m,
@@ -81,13 +89,14 @@ engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const mod
                  scheduler_limits{.max_num_seqs = config.max_num_seqs,
                                   .max_num_batched_tokens = config.max_num_batched_tokens,
                                   // a sequence never outgrows the pool: alone, it always fits
-                                  .context_len = std::min(model_->config.seq_len, config.kv_blocks * config.block_size),
+                                  .context_len = context_len_of(model_->config, config),
                                   .max_waiting = config.max_waiting,
                                   .max_decode_slowdown = config.max_decode_slowdown,
                                   .min_prefill_chunk = 16,
                                   .attention_cost = attention_cost_of(model_->config),
                                   .max_waiting_per_client = config.max_waiting_per_client,
-                                  .speculation = speculation_limits_of(config.speculative)}),
+                                  .speculation = speculation_limits_of(config.speculative)},
+                 config.seed >= 0 ? std::optional<std::uint64_t>(config.seed) : std::nullopt),
       executor_(model_, executor_options{config.kv_blocks, config.block_size, config.max_num_batched_tokens,
                                          config.threads, kernels::kernel_table_select(config.kernels),
                                          kv_cache_type(config.kv_cache_dtype),
@@ -110,9 +119,7 @@ int engine::default_max_tokens(int n_prompt) const {
   return config_.generation_config == "auto" && cap ? std::min(left, *cap) : left;
 }
 
-int engine::max_sequence_tokens() const {
-  return std::min(model_->config.seq_len, config_.kv_blocks * config_.block_size);
-}
+int engine::max_sequence_tokens() const { return context_len_of(model_->config, config_); }
 
 void engine::report_status(std::function<void(engine_status)> done) {
   // The scheduler's figures first, then the allocator's, each read on its own strand.

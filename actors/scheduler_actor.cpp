@@ -6,8 +6,11 @@
 
 namespace pagedserve {
 
-scheduler_actor::scheduler_actor(const boost::asio::any_io_executor& ex, scheduler_limits limits)
-    : actor(ex), state_(std::make_unique<scheduler_state>(limits)), log_(actor_logger("sched")) {}
+scheduler_actor::scheduler_actor(const boost::asio::any_io_executor& ex, scheduler_limits limits,
+                                 std::optional<std::uint64_t> seed)
+    : actor(ex), state_(std::make_unique<scheduler_state>(limits)), log_(actor_logger("sched")) {
+  if (seed) seed_source_.seed(*seed);
+}
 
 void scheduler_actor::on(submit_request m) {
   if (defer_while_lent(m)) return;

@@ -19,6 +19,7 @@
 //          that freed the finished sequences' blocks (so /health after `done` sees them free).
 #include <spdlog/logger.h>
 
+#include <optional>
 #include <random>
 #include <unordered_map>
 #include <unordered_set>
@@ -31,7 +32,9 @@ namespace pagedserve {
 
 class scheduler_actor : public actor<scheduler_actor, scheduler_mailbox> {
  public:
-  scheduler_actor(const boost::asio::any_io_executor& ex, scheduler_limits limits);
+  // seed: where the seeds of requests that bring none come from (engine.seed); none = drawn at random.
+  scheduler_actor(const boost::asio::any_io_executor& ex, scheduler_limits limits,
+                  std::optional<std::uint64_t> seed = std::nullopt);
   void connect(mailbox_ref<kv_allocator_mailbox>& kv, mailbox_ref<executor_mailbox>& executor,
                serving_metrics* metrics = nullptr) {
     kv_ = &kv;

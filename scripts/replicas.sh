@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Several pagedserve replicas behind nginx on one machine, loopback only (README: "Running several
+# Several pagedserve replicas behind nginx on one machine, loopback only (docs/reference.md: "Running several
 # replicas behind nginx").
 #
 #   scripts/replicas.sh render DIR LISTEN REPLICA...

@@ -1,11 +1,13 @@
 #pragma once
 // The command line of `pagedserve`: its subcommands and every flag, defined once (CLI11) for both
 // parsing and --help. serve and generate read --config first, whatever its place, and every other
-// flag overrides the file.
+// flag overrides the file. vLLM's and llama-server's spellings are aliases of ours, and every long flag
+// has an environment variable PAGEDSERVE_<FLAG> (the command line wins over it).
 #include <CLI/CLI.hpp>
 
 #include <expected>
 #include <string>
+#include <vector>
 
 #include "cli_app.hpp"
 #include "cli_tools.hpp"
@@ -17,6 +19,9 @@ namespace pagedserve {
 struct cli_options {
   std::string command;  // the subcommand: serve, generate, tokenize, chat-template or convert
   config settings;      // serve and generate
+  int ctx_size = 0;                // serve -c/--ctx-size: the KV pool in tokens, made into engine.kv_blocks
+  bool demo_model = false;         // --demo-model: the random-weight demo rather than the shipped model
+  std::vector<std::string> notes;  // warnings about accepted-but-ignored flags, logged once logging is set up
   // generate only
   std::string prompt;
   sampling_params sampling;

@@ -19,6 +19,9 @@
 #include "actors/engine.hpp"
 #include "cli_options.hpp"
 #include "cli_tools.hpp"
+#include "kv_pool_plan.hpp"
+#include "share_dir.hpp"
+#include "shipped_defaults.hpp"
 #include "model/load_phase.hpp"
 #include "model/load_progress.hpp"
 #include "net/access_policy.hpp"
@@ -38,11 +41,7 @@ std::FILE* progress_terminal() { return ::isatty(STDERR_FILENO) ? stderr : nullp
 
 // The model, its tokenizer and chat template, each phase logged as it ends.
 std::expected<served_model, std::string> load_model(const cli_options& o, load_progress& progress) {
-  auto lm = served_model_load(o.settings.model, &progress);
-  if (lm && o.settings.model.model.empty())
-    spdlog::warn("no model configured: serving the built-in random-weight demo model '{}' (gibberish output); "
-                 "pass --model M.bin --tokenizer T.bin (or a Hugging Face folder) for a real one", lm->weights->name);
-  return lm;
+  return served_model_load(o.settings.model, &progress);
 }
 
 const kernels::kernel_table* select_kernels(const std::string& name) {
@@ -109,22 +108,30 @@ class network_threads {
   std::vector<std::thread> threads_;
 };
 
-// The engine (actors and KV pool) for a loaded model, its phase logged.
-void start_engine(std::optional<engine>& e, boost::asio::io_context& io, const served_model& lm, const engine_config& c) {
+// The engine (actors and KV pool) for a loaded model, its phase logged; c.kv_blocks is filled in when
+// the config left it to kv_cache_memory (kv_pool_plan.hpp).
+std::expected<void, std::string> start_engine(std::optional<engine>& e, boost::asio::io_context& io,
+                                              const served_model& lm, engine_config& c) {
   load_phase phase("allocating the KV pool");
-  e.emplace(io.get_executor(), lm.weights, lm.vocabulary, c, lm.chat);
   const model_config& mc = lm.weights->config;
-  const std::uint64_t pool = kv_cache::bytes_per_token(mc.n_layers, mc.n_kv_heads, mc.head_size(),
-                                                       kv_cache_type(c.kv_cache_dtype)) *
-                             static_cast<std::uint64_t>(c.kv_blocks) * c.block_size;
+  const std::uint64_t bytes_per_token = kv_cache::bytes_per_token(mc.n_layers, mc.n_kv_heads, mc.head_size(),
+                                                                   kv_cache_type(c.kv_cache_dtype));
+  const int context_len = c.max_model_len > 0 ? std::min(c.max_model_len, mc.seq_len) : mc.seq_len;
+  auto plan = kv_pool_plan_make(c, bytes_per_token, context_len, mem_available_bytes());
+  if (!plan) return std::unexpected(plan.error());
+  c.kv_blocks = plan->blocks;
+  const std::uint64_t pool = bytes_per_token * static_cast<std::uint64_t>(c.kv_blocks) * c.block_size;
+  spdlog::info("KV pool: {} blocks, {}, sized by {}", c.kv_blocks, bytes_text(pool), plan->why);
+  e.emplace(io.get_executor(), lm.weights, lm.vocabulary, c, lm.chat);
   phase.finish(fmt::format("allocated the KV pool ({} blocks of {} tokens, {}, {}) and started the engine",
                            c.kv_blocks, c.block_size, c.kv_cache_dtype, bytes_text(pool)));
+  return {};
 }
 
 // Listens first, then loads: until the model is ready the server answers 503 (GET /health
 // {"status":"loading"}); a signal meanwhile abandons the load and exits 0 once drained.
 int run_serve(const cli_options& o) {
-  const config& c = o.settings;
+  config c = o.settings;
   load_phase total("loading the model");
   if (!select_kernels(c.engine.kernels)) return 1;
   boost::asio::io_context io(c.server.io_threads);
@@ -156,7 +163,10 @@ int run_serve(const cli_options& o) {
     }
     const served_model& lm = *loaded;
     progress.throw_if_cancelled();
-    start_engine(e, io, lm, c.engine);
+    if (auto started = start_engine(e, io, lm, c.engine); !started) {
+      spdlog::error("{}", started.error());
+      return 1;
+    }
     progress.throw_if_cancelled();
     const auto& mc = lm.weights->config;
     spdlog::info("engine: kv_blocks {} x {} tokens ({} cache), max_num_seqs {}, max_num_batched_tokens {}, weights {} ({}), kernels {}",
@@ -182,11 +192,17 @@ int run_serve(const cli_options& o) {
 int main(int argc, char** argv) {
   auto parsed = cli_parse(argc, argv);
   if (!parsed) return cli_stop_print(parsed.error());
-  const cli_options& o = *parsed;
+  cli_options& o = *parsed;
   if (o.command != "serve" && o.command != "generate") return cli_tool_run(o.command, o.tool);
-  spdlog::set_level(spdlog::level::from_str(o.settings.log_level));
   // Logs go to stderr: `generate` keeps stdout for the completion alone.
   spdlog::set_default_logger(spdlog::stderr_color_mt("pagedserve"));
   spdlog::set_level(spdlog::level::from_str(o.settings.log_level));
+  for (const std::string& note : o.notes) spdlog::warn("{}", note);
+  auto which_model = shipped_defaults_apply(o.settings, o.demo_model, share_dir_find());
+  if (!which_model) {
+    spdlog::error("{}", which_model.error());
+    return 1;
+  }
+  (o.demo_model ? spdlog::warn("{}", *which_model) : spdlog::info("{}", *which_model));
   return o.command == "generate" ? run_generate(o) : run_serve(o);
 }

@@ -1,7 +1,9 @@
 // The chat page: conversations, streaming replies over /v1/ws (DESIGN.md's protocol), Stop,
-// Regenerate, settings, per-reply figures and the server's load. Every reply is drawn by
-// render_markdown, which builds DOM nodes from text and never parses HTML.
+// Regenerate, editing and resending a message, a reply's reasoning folded above it, export, settings,
+// per-reply figures and the server's load. Every reply is drawn by render_markdown, which builds DOM
+// nodes from text and never parses HTML.
 import { auth_headers, connection } from './connection.js';
+import { conversation_json, conversation_markdown, download } from './export.js';
 import { render_markdown } from './markdown.js';
 import { conversation_store, load_settings, save_settings } from './store.js';
 
@@ -9,6 +11,7 @@ const $ = (id) => document.getElementById(id);
 const store = new conversation_store();
 let settings = load_settings();
 let request_seq = 0;
+let model_name = '';
 // The reply being generated: {id, conv, reply, t_sent, t_first, t_last, n_tokens}.
 let active = null;
 // Replies the user stopped, by request id: the server's late done frame still brings their usage.
@@ -55,6 +58,7 @@ async function fetch_model() {
   try {
     const res = await fetch('/v1/models', { headers: auth_headers(settings.api_key), cache: 'no-store' });
     const body = await res.json();
+    if (res.ok) model_name = body.data[0]?.id ?? '';
     $('model-name').textContent = res.ok ? body.data.map((m) => m.id).join(', ') : `(${body.error?.message ?? res.status})`;
     document.title = res.ok ? `${body.data[0]?.id ?? 'pagedserve'} · pagedserve chat` : 'pagedserve chat';
   } catch {
@@ -123,6 +127,17 @@ function send_prompt() {
   generate(conv);
 }
 
+// The user's message m, changed to text: the turns after it are dropped and it is asked again.
+function resend_edited(m, text) {
+  if (active || !text.trim()) return;
+  const conv = store.current();
+  const at = conv.messages.indexOf(m);
+  if (at < 0) return;
+  conv.messages.splice(at + 1);
+  m.content = text;
+  generate(conv);
+}
+
 function regenerate() {
   if (active) return;
   const conv = store.current();
@@ -170,10 +185,12 @@ function on_frame(msg) {
     if (!active.t_first) active.t_first = now;
     active.t_last = now;
     active.n_tokens += msg.token_ids.length;
-    reply.content += msg.text;
+    reply.content += msg.text ?? '';
+    if (msg.reasoning) reply.reasoning = (reply.reasoning ?? '') + msg.reasoning;
     reply.stats = live_stats(active);
     schedule_render(reply);
   } else if (msg.type === 'done') {
+    if (typeof msg.reasoning === 'string' && msg.reasoning) reply.reasoning = msg.reasoning;  // the whole text
     const t = msg.timings ?? {};
     reply.stats = {
       ttft_ms: t.ttft_ms ?? reply.stats.ttft_ms,
@@ -221,8 +238,20 @@ function stats_text(m) {
   return parts.join(' · ');
 }
 
+// A reply's reasoning in a fold above it, closed unless the user opened it (kept open while it streams).
+function fill_reasoning(node, m) {
+  const fold = node.querySelector('.reasoning');
+  if (!fold) return;
+  fold.hidden = !m.reasoning;
+  if (!m.reasoning) return;
+  fold.querySelector('summary').textContent =
+    m.state === 'streaming' && !m.content ? 'Reasoning…' : `Reasoning (${m.reasoning.length} characters)`;
+  fold.querySelector('.reasoning-body').replaceChildren(render_markdown(m.reasoning));
+}
+
 function fill_message(node, m) {
   node.dataset.state = m.state ?? 'done';
+  fill_reasoning(node, m);
   const body = node.querySelector('.body');
   if (m.role === 'assistant') body.replaceChildren(render_markdown(m.content));
   else body.textContent = m.content;
@@ -245,10 +274,54 @@ function message_node(m) {
   meta.className = 'meta';
   const err = document.createElement('div');
   err.className = 'error';
-  node.append(who, body, err, meta);
+  if (m.role === 'assistant') {
+    const fold = document.createElement('details');
+    fold.className = 'reasoning';
+    const summary = document.createElement('summary');
+    const inner = document.createElement('div');
+    inner.className = 'reasoning-body';
+    fold.append(summary, inner);
+    node.append(who, fold, body, err, meta);
+  } else {
+    const edit = document.createElement('button');
+    edit.type = 'button';
+    edit.className = 'edit';
+    edit.textContent = 'Edit';
+    edit.title = 'Edit this message and ask again from here';
+    edit.addEventListener('click', () => start_editing(node, m));
+    node.append(who, body, err, meta, edit);
+  }
   fill_message(node, m);
   reply_nodes.set(m, node);
   return node;
+}
+
+// The user's message as a text box with Save & resend and Cancel.
+function start_editing(node, m) {
+  if (active || node.querySelector('.editor')) return;
+  const body = node.querySelector('.body');
+  const editor = document.createElement('div');
+  editor.className = 'editor';
+  const box = document.createElement('textarea');
+  box.value = m.content;
+  box.rows = Math.min(10, m.content.split('\n').length + 1);
+  const save = document.createElement('button');
+  save.type = 'button';
+  save.className = 'primary save';
+  save.textContent = 'Save & resend';
+  save.addEventListener('click', () => resend_edited(m, box.value));
+  const cancel = document.createElement('button');
+  cancel.type = 'button';
+  cancel.className = 'cancel';
+  cancel.textContent = 'Cancel';
+  cancel.addEventListener('click', () => {
+    editor.remove();
+    body.hidden = false;
+  });
+  editor.append(box, save, cancel);
+  body.hidden = true;
+  body.after(editor);
+  box.focus();
 }
 
 function render_reply_in_place(reply) {
@@ -314,6 +387,10 @@ function update_buttons() {
   $('stop').disabled = !active;
   $('regenerate').disabled = !!active || !open || !conv?.messages.some((m) => m.role === 'user');
   $('new-chat').disabled = !!active;
+  for (const b of document.querySelectorAll('#messages .edit, #messages .save')) b.disabled = !!active || !open;
+  const empty = !conv?.messages.length;
+  $('export-json').disabled = empty;
+  $('export-md').disabled = empty;
 }
 
 // ---- settings ---------------------------------------------------------------------------------
@@ -349,6 +426,14 @@ $('prompt').addEventListener('keydown', (e) => {
   }
 });
 $('stop').addEventListener('click', stop);
+$('export-json').addEventListener('click', () => {
+  const conv = store.current();
+  download(conv, 'json', 'application/json', conversation_json(conv, model_name));
+});
+$('export-md').addEventListener('click', () => {
+  const conv = store.current();
+  download(conv, 'md', 'text/markdown', conversation_markdown(conv, model_name));
+});
 $('regenerate').addEventListener('click', regenerate);
 $('new-chat').addEventListener('click', () => {
   if (active) return;

@@ -2,6 +2,7 @@
 // The one config tree: defaults written inline, loaded from config/*.json (simdjson), then CLI flags
 // override, then validated once with every problem reported together. Passed around by const&.
 #include <cstddef>
+#include <cstdint>
 #include <expected>
 #include <filesystem>
 #include <string>
@@ -37,7 +38,7 @@ struct server_config {
   std::string allowed_hosts;
   std::string allowed_origins;
   std::string served_model_name;             // the model's name in the OpenAI API; empty = the model file's name
-  std::string web_root;                      // folder of the chat page served at /; empty = this source tree's web/
+  std::string web_root;                      // folder of the chat page served at /; empty = none (serve fills in the installed one)
   // This replica's name among several behind a load balancer: /health reports it and every /metrics
   // series carries it as label replica="...". Empty = "<hostname>:<bound port>".
   std::string replica_name;
@@ -57,7 +58,14 @@ struct speculative_config {
 };
 
 struct engine_config {
-  int kv_blocks = 1024;                // KV pool size in blocks (memory: blocks * block_size * layers * 2 * kv_dim * 4 B, 2 B for f16)
+  // KV pool size in blocks (memory: blocks * block_size * layers * 2 * kv_dim * 4 B, 2 B for f16); 0 = sized
+  // from kv_cache_memory once the model is known (src/kv_pool_plan.hpp), which serve and generate do.
+  int kv_blocks = 0;
+  // The pool's size in bytes when kv_blocks is 0: "auto" (a share of free RAM, kv_pool_plan.hpp) or a size
+  // such as "4GiB" (KiB/MiB/GiB are powers of 1024, KB/MB/GB of 1000, a bare number is bytes).
+  std::string kv_cache_memory = "auto";
+  int max_model_len = 0;               // longest sequence (prompt + output) in tokens; 0 = the model's context
+  std::int64_t seed = -1;              // seeds the seeds of requests that bring none; -1 = drawn at random
   int block_size = 16;                 // tokens per KV block
   int max_num_seqs = 64;               // sequences per engine step
   int max_num_batched_tokens = 512;    // tokens per engine step (prefill chunks + decodes)
@@ -104,6 +112,8 @@ struct model_paths {
   // per-token activations, W8A8; see quantize.hpp) or int4 (ggml q4_K blocks, model.hpp's weight_format).
   // Quantizes fp32/bf16/f16 checkpoints at load; the demo model ignores it.
   std::string quantize = "none";
+  // A Jinja chat template replacing the model's: a file, or the template itself (as vLLM's --chat-template).
+  std::string chat_template;
 };
 
 struct config {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "config/byte_size.hpp"
 #include "pagedserve/config.hpp"
 
 namespace pagedserve {
@@ -96,7 +97,9 @@ std::expected<config, std::vector<std::string>> config_load(const std::filesyste
   }
   if (auto s = section("engine")) {
     section_reader r(*s, "engine", errors);
-    r.field("kv_blocks", c.engine.kv_blocks).field("block_size", c.engine.block_size)
+    r.field("kv_blocks", c.engine.kv_blocks).field("kv_cache_memory", c.engine.kv_cache_memory)
+        .field("max_model_len", c.engine.max_model_len).field("seed", c.engine.seed)
+        .field("block_size", c.engine.block_size)
         .field("max_num_seqs", c.engine.max_num_seqs).field("max_num_batched_tokens", c.engine.max_num_batched_tokens)
         .field("max_waiting", c.engine.max_waiting)
         .field("max_waiting_per_client", c.engine.max_waiting_per_client).field("threads", c.engine.threads).field("kernels", c.engine.kernels)
@@ -114,7 +117,7 @@ std::expected<config, std::vector<std::string>> config_load(const std::filesyste
   if (auto s = section("model")) {
     section_reader r(*s, "model", errors);
     r.field("path", c.model.model).field("tokenizer", c.model.tokenizer).field("quantize", c.model.quantize)
-        .field("revision", c.model.revision);
+        .field("revision", c.model.revision).field("chat_template", c.model.chat_template);
     r.reject_unknown();
   }
   element level;
@@ -160,7 +163,12 @@ std::vector<std::string> config_validate(const config& c) {
       std::any_of(c.server.replica_name.begin(), c.server.replica_name.end(),
                   [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; }))
     e.push_back("server.replica_name must be at most 128 characters without control characters");
-  if (c.engine.kv_blocks < 1) e.push_back("engine.kv_blocks must be positive");
+  if (c.engine.kv_blocks < 0) e.push_back("engine.kv_blocks must be >= 0 (0 = sized by engine.kv_cache_memory)");
+  if (c.engine.kv_cache_memory != "auto")
+    if (auto bytes = byte_size_parse(c.engine.kv_cache_memory); !bytes)
+      e.push_back("engine.kv_cache_memory: " + bytes.error());
+  if (c.engine.max_model_len < 0) e.push_back("engine.max_model_len must be >= 0 (0 = the model's context)");
+  if (c.engine.seed < -1) e.push_back("engine.seed must be >= 0 (or -1: drawn at random)");
   if (c.engine.block_size < 1 || c.engine.block_size > 1024) e.push_back("engine.block_size must be 1..1024");
   if (c.engine.max_num_seqs < 1) e.push_back("engine.max_num_seqs must be positive");
   if (c.engine.max_num_batched_tokens < 1) e.push_back("engine.max_num_batched_tokens must be positive");

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <iterator>
 
 #include "hub/hub_download.hpp"
 #include "model/load_phase.hpp"
@@ -55,6 +56,7 @@ std::expected<served_model, std::string> served_hub_model(const model_paths& pat
   if (!local) return std::unexpected(local.error());
   model_paths fetched = paths;
   fetched.model = local->string();
+  fetched.chat_template.clear();  // applied once, by the outer served_model_load
   auto out = served_model_load(fetched, progress);
   if (!out) return out;
   auto named = std::make_shared<model>(*out->weights);  // shares the weights' storage
@@ -62,6 +64,26 @@ std::expected<served_model, std::string> served_hub_model(const model_paths& pat
   out->weights = std::move(named);
   return out;
 }
+
+// --chat-template: a file's text, or the argument itself when no such file exists (as vLLM takes it).
+std::expected<served_model, std::string> with_chat_template(served_model m, const std::string& file_or_text) {
+  std::string text = file_or_text;
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(file_or_text, ec)) {
+    std::ifstream in(file_or_text, std::ios::binary);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  auto renderer = chat_template::parse(text);
+  if (!renderer) return std::unexpected("--chat-template: " + renderer.error());
+  const tokenizer& t = *m.vocabulary;
+  auto name = [&](token_id id) { return id >= 0 ? std::optional(t.token_text(id)) : std::nullopt; };
+  std::optional<std::string> bos = m.chat ? m.chat->bos_token : name(t.bos_id());
+  std::optional<std::string> eos = m.chat ? m.chat->eos_token : name(t.eos_id());
+  m.chat = std::make_shared<const chat_setup>(chat_setup{std::move(*renderer), std::move(bos), std::move(eos)});
+  return m;
+}
+
+std::expected<served_model, std::string> served_model_load_files(const model_paths& paths, load_progress* progress);
 
 }  // namespace
 
@@ -74,6 +96,17 @@ chat_setup chat_setup_make(chat_template renderer, std::string_view source, std:
 }
 
 std::expected<served_model, std::string> served_model_load(const model_paths& paths, load_progress* progress) {
+  auto out = served_model_load_files(paths, progress);
+  if (!out || paths.chat_template.empty()) return out;
+  load_phase phase("parsing --chat-template");
+  auto replaced = with_chat_template(std::move(*out), paths.chat_template);
+  if (replaced) phase.finish("parsed the chat template given by --chat-template");
+  return replaced;
+}
+
+namespace {
+
+std::expected<served_model, std::string> served_model_load_files(const model_paths& paths, load_progress* progress) {
   if (paths.model.empty()) {
     load_phase phase("building the demo model");
     auto [m, tok] = demo_model_make();
@@ -117,4 +150,5 @@ std::expected<served_model, std::string> served_model_load(const model_paths& pa
   return out;
 }
 
+}  // namespace
 }  // namespace pagedserve

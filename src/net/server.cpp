@@ -52,11 +52,6 @@ std::string default_replica_name(unsigned short port) {
   return std::string(host) + ":" + std::to_string(port);
 }
 
-// The chat page's folder: the configured one, else web/ in the source tree this binary was built from.
-std::string web_root(const server_config& config) {
-  return config.web_root.empty() ? std::string(PAGEDSERVE_WEB_ROOT) : config.web_root;
-}
-
 }  // namespace
 
 // Accepts connections, each on its own strand, and hands them to an http_session.
@@ -68,7 +63,7 @@ struct server::listener : std::enable_shared_from_this<listener> {
         state(std::move(state)),
         config(config),
         connections(std::move(connections)),
-        web(std::make_shared<const net::static_files>(web_root(config))),
+        web(std::make_shared<const net::static_files>(config.web_root)),
         api(std::make_shared<const net::http_api>(this->state, config, web)) {}
 
   void do_accept() {
@@ -139,9 +134,11 @@ std::expected<unsigned short, std::string> server::start() {
   listener_->do_accept();
   if (listener_->web->available())
     actor_logger("net")->info("chat page at / from {}", listener_->web->root().string());
+  else if (config_.web_root.empty())
+    actor_logger("net")->warn("no chat page folder: GET / answers 404 (set server.web_root or --web-root)");
   else
     actor_logger("net")->warn("chat page folder '{}' not found: GET / answers 404 (set server.web_root or --web-root)",
-                              web_root(config_));
+                              config_.web_root);
   return port;
 }
 

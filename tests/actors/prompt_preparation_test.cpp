@@ -40,7 +40,7 @@ TEST(request_actor, a_prompts_samples_share_one_encoding_made_off_the_network_th
   ASSERT_TRUE(m && t);
   auto counting = std::make_shared<counting_tokenizer>(std::shared_ptr<const tokenizer>(std::move(*t)));
   boost::asio::io_context io;
-  engine e(io.get_executor(), *m, counting, engine_config{});
+  engine e(io.get_executor(), *m, counting, engine_config{.kv_blocks = 1024});
   auto link = std::make_shared<test::recording_link>();
   sampling_params p;
   p.max_tokens = 8;

@@ -13,6 +13,7 @@ struct fixture {
   std::shared_ptr<test::recording_link> link = std::make_shared<test::recording_link>();
 
   explicit fixture(engine_config cfg = {}) {
+    if (cfg.kv_blocks == 0) cfg.kv_blocks = 1024;  // serve sizes the pool from free RAM (kv_pool_plan.hpp); a test names it
     auto m = llama2c_model_load(test::model_file("stories260K.bin"));
     auto t = llama2c_tokenizer_load(test::model_file("tok512.bin"), (*m)->config.vocab_size);
     e = std::make_unique<engine>(io.get_executor(), std::move(*m), std::shared_ptr<const tokenizer>(std::move(*t)), cfg);

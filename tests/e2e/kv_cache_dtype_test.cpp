@@ -75,7 +75,8 @@ TEST(kv_cache_dtype, unknown_type_is_refused_at_startup) {
                                         "fp8"},
                                        std::chrono::seconds(5));
   EXPECT_TRUE(r.exited && r.exit_code != 0) << r.err;
-  EXPECT_NE(r.err.find("engine.kv_cache_dtype fp8 is not supported: use q8"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'fp8': the KV cache holds f32 (auto), f16 (fp16) or q8 (q8_0) here; fp8 is not implemented: use q8"),
+            std::string::npos) << r.err;
 }
 
 }  // namespace

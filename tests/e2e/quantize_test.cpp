@@ -53,7 +53,7 @@ TEST(quantize, unknown_format_is_refused_at_startup) {
                                         "--tokenizer", tokenizer_path().string(), "--port", "0", "--quantize", "int3"},
                                        std::chrono::seconds(5));
   EXPECT_TRUE(r.exited && r.exit_code != 0) << r.err;
-  EXPECT_NE(r.err.find("model.quantize must be none, f32, bf16, int8 or int4 (got 'int3')"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'int3' is not a quantization this engine has"), std::string::npos) << r.err;
 }
 
 }  // namespace

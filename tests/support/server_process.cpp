@@ -39,6 +39,16 @@ server_process::server_process(std::vector<std::string> extra_args, std::chrono:
                                    "--replica-name",  // the label tests expect on /metrics series
                                    "e2e"};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  start(argv, startup, wait);
+}
+
+server_process::server_process(exact_args exact, std::chrono::milliseconds startup, server_wait wait) {
+  std::vector<std::string> argv = {test::server_binary().string()};
+  argv.insert(argv.end(), exact.args.begin(), exact.args.end());
+  start(argv, startup, wait);
+}
+
+void server_process::start(const std::vector<std::string>& argv, std::chrono::milliseconds startup, server_wait wait) {
   const auto deadline = steady::now() + test::scaled(startup);
   try {
     const detail::pipe_fds err = detail::make_pipe();

@@ -50,6 +50,13 @@ class server_process {
   // named "e2e" unless extra_args say otherwise.
   explicit server_process(std::vector<std::string> extra_args = {}, std::chrono::milliseconds startup = 10s,
                           server_wait wait = server_wait::ready);
+  // The binary with exactly these arguments (args[0] is the subcommand), none of the defaults above: for
+  // tests of the command line itself. It must still listen on 127.0.0.1 and log its port.
+  struct exact_args {
+    std::vector<std::string> args;
+  };
+  explicit server_process(exact_args exact, std::chrono::milliseconds startup = 10s,
+                          server_wait wait = server_wait::ready);
 
   ~server_process() { stop(); }
   server_process(const server_process&) = delete;
@@ -85,6 +92,7 @@ class server_process {
   process_result wait_exit(std::chrono::milliseconds timeout);
 
  private:
+  void start(const std::vector<std::string>& argv, std::chrono::milliseconds startup, server_wait wait);
   void drain_stderr();
   bool wait_for_port(steady::time_point deadline, server_wait wait);
   void wait_for_health(steady::time_point deadline);

@@ -20,6 +20,8 @@ TEST(config, the_shipped_default_loads_and_validates) {
   ASSERT_TRUE(c.has_value()) << c.error().front();
   EXPECT_TRUE(config_validate(*c).empty());
   EXPECT_EQ(c->engine.block_size, 16);
+  EXPECT_EQ(c->engine.kv_blocks, 0) << "the pool sized by kv_cache_memory";
+  EXPECT_EQ(c->engine.kv_cache_memory, "auto");
 }
 
 TEST(config, values_override_defaults) {
@@ -108,7 +110,7 @@ TEST(config, unknown_keys_and_wrong_types_are_all_reported) {
   ASSERT_FALSE(c.has_value());
   EXPECT_EQ(c.error().size(), 4u);
   config bad;
-  bad.engine.kv_blocks = 0;
+  bad.engine.kv_blocks = -1;
   bad.engine.kernels = "gpu";
   bad.server.port = 70000;
   EXPECT_EQ(config_validate(bad).size(), 3u);
