@@ -50,7 +50,9 @@ range_set minus(const range_set& a, const range_set& b) {
 
 const range_set digits = {{'0', '9'}};
 const range_set word = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
-const range_set space = {{'\t', '\r'}, {' ', ' '}, {0xA0, 0xA0}, {0x2028, 0x2029}, {0xFEFF, 0xFEFF}};
+// ECMAScript's \s (WhiteSpace and LineTerminator: JSON schema patterns are ECMA-262 regexes).
+const range_set space = {{'\t', '\r'}, {' ', ' '},       {0xA0, 0xA0},     {0x1680, 0x1680}, {0x2000, 0x200A},
+                         {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
 const range_set json_forbidden = {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}};
 
 std::string hex_escape(char32_t c) {

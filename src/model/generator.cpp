@@ -12,7 +12,7 @@ namespace pagedserve {
 generation generate_sequence(const model& m, const tokenizer& tok, const kernels::kernel_table& kt,
                              const std::vector<token_id>& prompt_ids, const sampling_params& params,
                              std::uint64_t seed, const std::function<void(std::string_view)>& on_text,
-                             int prefill_chunk, dtype kv_type) {
+                             int prefill_chunk, dtype kv_type, std::unique_ptr<token_constraint> constraint) {
   const model_config& c = m.config;
   ps_check(!prompt_ids.empty(), "generate_sequence: empty prompt (BOS expected)");
   constexpr int block_size = 16;
@@ -23,6 +23,7 @@ generation generate_sequence(const model& m, const tokenizer& tok, const kernels
   const int chunk = prefill_chunk > 0 ? prefill_chunk : static_cast<int>(prompt_ids.size());
   forward_pass forward(m, kt, std::max(1, std::min(chunk, static_cast<int>(prompt_ids.size()))));
   sampler sample(params, seed);
+  if (constraint) sample.constrain(std::move(constraint));
   incremental_detokenizer detok(tok, prompt_ids.back());
 
   generation g{prompt_ids, {}, false};

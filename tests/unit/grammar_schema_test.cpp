@@ -140,6 +140,13 @@ TEST(regex, ecmascript_subset) {
   auto words = compiled(kind::regex, R"((\w+)\s(\w+)?)");
   EXPECT_TRUE(matches(words, "hello world"));
   EXPECT_TRUE(matches(words, "hello "));
+  // \s is ECMAScript's: Unicode spaces too (U+200A hair space, U+3000), so [^\s] refuses them.
+  auto spaces = compiled(kind::regex, R"(a\sb)");
+  EXPECT_TRUE(matches(spaces, "a\xE2\x80\x8A" "b"));
+  EXPECT_TRUE(matches(spaces, "a\xE3\x80\x80" "b"));
+  auto no_space = compiled(kind::regex, R"([^\s]+)");
+  EXPECT_FALSE(matches(no_space, "p5.\xE2\x80\x8A" "Qg"));
+  EXPECT_TRUE(matches(no_space, "p5.Qg"));
   auto dot = compiled(kind::regex, "a.*b");
   EXPECT_TRUE(matches(dot, "a\xC3\xA9zb"));
   EXPECT_FALSE(matches(dot, "a\nb"));
