@@ -235,6 +235,9 @@ void add_server_flags(CLI::App& sub, server_config& s) {
   add("--max-requests-per-socket", s.max_requests_per_socket, "generate requests in flight on one WebSocket")
       ->type_name("N");
   add("--max-body-bytes", s.max_body_bytes, "HTTP request body limit")->type_name("N")->check(cli_non_negative());
+  add("--max-logprobs", s.max_logprobs, "alternatives per token a request's logprobs/top_logprobs may ask for (vLLM)")
+      ->type_name("N")
+      ->check(CLI::Range(0, 1000));
   add("--max-header-bytes", s.max_header_bytes, "HTTP request line + headers limit (431 past it)")
       ->type_name("N")
       ->check(cli_non_negative());

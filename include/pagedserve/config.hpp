@@ -17,6 +17,7 @@ struct server_config {
   int io_threads = 1;                        // network threads (sessions, request/scheduler/kv actors)
   std::size_t max_frame_bytes = 1 << 20;     // a larger client frame gets a frame_too_large error
   std::size_t max_body_bytes = 1 << 20;      // HTTP request bodies
+  int max_logprobs = 20;                     // alternatives per token a request may ask for (vLLM's --max-logprobs)
   std::size_t max_header_bytes = 16 << 10;   // HTTP request line + headers; larger gets 431
   int max_connections = 1024;                // open TCP connections; more are answered 503 and closed
   // Open connections from one remote address: one client can never hold every connection (503 past it).

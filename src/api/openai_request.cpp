@@ -241,7 +241,7 @@ std::expected<generation_request, api_error> parse_completion_request(std::strin
     } else if (key == "echo") {
       err = read_bool(value, key, r.echo);
     } else if (key == "logprobs") {
-      err = read_integer(value, key, 0, 20, i);
+      err = read_integer(value, key, 0, limits.max_logprobs, i);
       r.params.logprobs = static_cast<int>(i);
       r.logprobs = true;
     } else if (key == "best_of") {
@@ -285,7 +285,7 @@ std::expected<generation_request, api_error> parse_chat_request(std::string_view
     } else if (key == "logprobs") {
       err = read_bool(value, key, r.logprobs);
     } else if (key == "top_logprobs") {
-      err = read_integer(value, key, 0, 20, i);
+      err = read_integer(value, key, 0, limits.max_logprobs, i);
       top_logprobs = i;
     } else if (api::read_chat_option(key, value, r.chat, err)) {
     } else {

@@ -49,6 +49,7 @@ struct parse_limits {
   int vocab_size = 0;   // token ids (prompt, logit_bias) must be below this
   int max_n = 16;       // choices per prompt
   int max_choices = 64; // choices per request: n times the number of prompts
+  int max_logprobs = 20; // alternatives per token (logprobs, top_logprobs)
   // What a request starts from before its own fields (the model's generation_config.json defaults);
   // legacy completions still default to 16 tokens, as OpenAI's and vLLM's.
   sampling_params defaults;

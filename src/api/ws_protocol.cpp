@@ -43,12 +43,12 @@ bad_frame from_field_error(api::field_error e) {
 }
 
 std::optional<bad_frame> read_params(simdjson::dom::object params, sampling_params& p,
-                                    std::vector<std::string>& ignored) {
+                                    std::vector<std::string>& ignored, int max_logprobs) {
   for (auto [key, value] : params) {
     api::maybe_field_error err;
     std::int64_t logprobs = 0;
     if (key == "logprobs") {  // WebSocket: how many alternatives per token (0 = the sampled one's only)
-      err = api::read_integer(value, key, 0, 20, logprobs);
+      err = api::read_integer(value, key, 0, max_logprobs, logprobs);
       p.logprobs = static_cast<int>(logprobs);
     } else if (!api::read_sampling_param(key, value, p, err)) {
       ignored.push_back("params." + std::string(key));
@@ -86,7 +86,7 @@ std::optional<bad_frame> read_messages(simdjson::dom::array messages, std::vecto
 
 }  // namespace
 
-client_frame parse_client_frame(std::string_view text, const sampling_params& defaults) {
+client_frame parse_client_frame(std::string_view text, const sampling_params& defaults, int max_logprobs) {
   simdjson::dom::parser parser;
   simdjson::padded_string padded(text);
   element root;
@@ -138,7 +138,7 @@ client_frame parse_client_frame(std::string_view text, const sampling_params& de
       has_messages = true;
     } else if (key == "params") {
       if (value.type() != element_type::OBJECT) err = wrong_type("params", "an object");
-      else err = read_params(simdjson::dom::object(value), g.params, g.ignored_fields);
+      else err = read_params(simdjson::dom::object(value), g.params, g.ignored_fields, max_logprobs);
     } else {
       api::maybe_field_error field_err;
       if (!api::read_chat_option(key, value, g.chat, field_err)) g.ignored_fields.emplace_back(key);

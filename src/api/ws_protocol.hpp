@@ -34,7 +34,8 @@ struct protocol_error {
 using client_frame = std::variant<generate_command, cancel_command, protocol_error>;
 
 // defaults: what a generate command's params start from (the model's generation_config.json).
-client_frame parse_client_frame(std::string_view text, const sampling_params& defaults = {});
+// max_logprobs: the most alternatives per token params.logprobs may ask for.
+client_frame parse_client_frame(std::string_view text, const sampling_params& defaults = {}, int max_logprobs = 20);
 
 // Server frames. A token frame carries new content in "text" and new reasoning in "reasoning" (one or
 // both); a tool_call frame one completed call; the done frame the whole reasoning, every call, and

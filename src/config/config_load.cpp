@@ -92,7 +92,8 @@ std::expected<config, std::vector<std::string>> config_load(const std::filesyste
         .field("request_timeout_seconds", c.server.request_timeout_seconds)
         .field("shutdown_grace_seconds", c.server.shutdown_grace_seconds)
         .field("cors_allow_origin", c.server.cors_allow_origin).field("served_model_name", c.server.served_model_name)
-        .field("web_root", c.server.web_root).field("replica_name", c.server.replica_name);
+        .field("web_root", c.server.web_root).field("replica_name", c.server.replica_name)
+        .field("max_logprobs", c.server.max_logprobs);
     r.reject_unknown();
   }
   if (auto s = section("engine")) {
@@ -149,6 +150,7 @@ std::vector<std::string> config_validate(const config& c) {
   if (c.server.io_threads < 1 || c.server.io_threads > 64) e.push_back("server.io_threads must be 1..64");
   if (c.server.max_frame_bytes < 64) e.push_back("server.max_frame_bytes must be at least 64");
   if (c.server.max_body_bytes < 64) e.push_back("server.max_body_bytes must be at least 64");
+  if (c.server.max_logprobs < 0 || c.server.max_logprobs > 1000) e.push_back("server.max_logprobs must be 0..1000");
   if (c.server.max_requests_per_socket < 1) e.push_back("server.max_requests_per_socket must be positive");
   if (c.server.max_outbound_frames < 16) e.push_back("server.max_outbound_frames must be at least 16");
   if (c.server.max_outbound_bytes < 4096) e.push_back("server.max_outbound_bytes must be at least 4096");

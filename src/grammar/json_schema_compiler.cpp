@@ -34,6 +34,89 @@ struct compile_error {
   std::string message;
 };
 
+// The schema a local $ref names (followed a few hops), else the schema itself.
+element dereferenced(element root, element s) {
+  for (int hop = 0; hop < 8 && s.type() == element_type::OBJECT; ++hop) {
+    auto ref = s.get_object().at_key("$ref");
+    if (ref.error() || !ref.value().is_string()) return s;
+    const std::string_view target = ref.value();
+    if (target == "#") return root;
+    simdjson::simdjson_result<element> def = simdjson::INCORRECT_TYPE;
+    for (const auto& [prefix, container] : {std::pair{"#/$defs/", "$defs"}, std::pair{"#/definitions/", "definitions"}})
+      if (target.starts_with(prefix)) def = root.at_key(container).at_key(target.substr(std::string_view(prefix).size()));
+    if (def.error()) return s;
+    s = def.value();
+  }
+  return s;
+}
+
+// The JSON types a schema's "type" allows ("integer" counted as "number", which contains it); empty
+// when it says none, so nothing is known.
+std::set<std::string> types_of(element s) {
+  std::set<std::string> out;
+  if (s.type() != element_type::OBJECT) return out;
+  auto t = s.get_object().at_key("type");
+  if (t.error()) return out;
+  auto add = [&](element v) {
+    if (v.is_string()) out.insert(std::string_view(v) == "integer" ? "number" : std::string(std::string_view(v)));
+  };
+  if (t.value().is_array()) {
+    for (element v : t.value().get_array()) add(v);
+  } else {
+    add(t.value());
+  }
+  return out;
+}
+
+// The values a required property of object schema s is fixed to by const/enum (minified), if it is.
+std::optional<std::set<std::string>> fixed_values_of(element s, std::string_view property) {
+  if (s.type() != element_type::OBJECT) return std::nullopt;
+  bool required = false;
+  if (auto r = s.get_object().at_key("required"); !r.error() && r.value().is_array())
+    for (element v : r.value().get_array()) required |= v.is_string() && std::string_view(v) == property;
+  auto p = s.get_object().at_key("properties").at_key(property);
+  if (!required || p.error() || p.value().type() != element_type::OBJECT) return std::nullopt;
+  std::set<std::string> values;
+  if (auto c = p.value().get_object().at_key("const"); !c.error()) values.insert(simdjson::minify(c.value()));
+  if (auto e = p.value().get_object().at_key("enum"); !e.error() && e.value().is_array())
+    for (element v : e.value().get_array()) values.insert(simdjson::minify(v));
+  if (values.empty()) return std::nullopt;
+  return values;
+}
+
+bool pairwise_disjoint(const std::vector<std::set<std::string>>& sets) {
+  std::set<std::string> seen;
+  for (const auto& s : sets)
+    for (const std::string& v : s)
+      if (!seen.insert(v).second) return false;
+  return true;
+}
+
+// Whether no value can match two alternatives of a oneOf, so that generating any one of them (as
+// for anyOf) always yields a valid value: the alternatives allow disjoint types, or one property is
+// required by all of them and fixed by const/enum to disjoint values (a discriminated union).
+bool alternatives_exclusive(element root, simdjson::dom::array alternatives) {
+  std::vector<element> alts;
+  for (element a : alternatives) alts.push_back(dereferenced(root, a));
+  if (alts.size() < 2) return true;
+  std::vector<std::set<std::string>> types;
+  for (element a : alts) types.push_back(types_of(a));
+  if (std::ranges::none_of(types, &std::set<std::string>::empty) && pairwise_disjoint(types)) return true;
+  if (alts[0].type() != element_type::OBJECT) return false;
+  auto props = alts[0].get_object().at_key("properties");
+  if (props.error() || props.value().type() != element_type::OBJECT) return false;
+  for (auto field : props.value().get_object()) {
+    std::vector<std::set<std::string>> values;
+    for (element a : alts) {
+      auto v = fixed_values_of(a, field.key);
+      if (!v) break;
+      values.push_back(std::move(*v));
+    }
+    if (values.size() == alts.size() && pairwise_disjoint(values)) return true;
+  }
+  return false;
+}
+
 class schema_compiler {
  public:
   explicit schema_compiler(element root) : root_(root) {}
@@ -87,6 +170,10 @@ class schema_compiler {
     for (const char* key : {"anyOf", "oneOf"})
       if (auto any = o[key]; !any.error()) {
         if (!any.value().is_array()) throw compile_error{std::string("'") + key + "' must be an array"};
+        if (std::string_view(key) == "oneOf" && !alternatives_exclusive(root_, any.value().get_array()))
+          throw compile_error{"'oneOf' whose alternatives may overlap (a value matching two is invalid) is not "
+                              "supported: use 'anyOf', or alternatives of different types or with a required "
+                              "const/enum property telling them apart"};
         std::string alts;
         int i = 0;
         for (element sub : any.value().get_array())

@@ -187,6 +187,7 @@ void http_api::serve_generation(const std::shared_ptr<http_session>& s, engine_a
   openai::parse_limits limits;
   limits.vocab_size = e.vocabulary().vocab_size();
   limits.defaults = e.request_defaults();
+  limits.max_logprobs = s->config().max_logprobs;
   auto parsed = kind == openai::endpoint::completions ? openai::parse_completion_request(req.body(), limits)
                                                       : openai::parse_chat_request(req.body(), limits);
   if (!parsed) return s->respond_error(parsed.error());

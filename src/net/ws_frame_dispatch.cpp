@@ -9,7 +9,7 @@ ws_action ws_dispatch(const ws_frame_in& frame, const ws_session_view& session, 
     return protocol_error{std::nullopt, "frame_too_large",
                           "frame of " + std::to_string(frame.size) + " bytes exceeds the limit of " +
                               std::to_string(config.max_frame_bytes)};
-  client_frame parsed = parse_client_frame(frame.payload, defaults);
+  client_frame parsed = parse_client_frame(frame.payload, defaults, config.max_logprobs);
   if (auto* err = std::get_if<protocol_error>(&parsed)) return std::move(*err);
   if (auto* cancel = std::get_if<cancel_command>(&parsed)) {
     if (!session.in_flight(cancel->id))

@@ -40,8 +40,10 @@ TEST(ws_hostile, huge_bad_frames_get_small_errors_and_bounded_memory) {
   constexpr int n_frames = 2000;
   for (int i = 0; i < n_frames; ++i)
     // In a message, where unknown keys are still refused (unknown top-level ones are ignored).
+    // A generous send deadline: on a loaded machine the server may take seconds to read on.
     ASSERT_TRUE(hostile.send_text(R"({"type":"generate","id":"h)" + std::to_string(i) + R"(","messages":[{")" + key +
-                                  R"(":"c"}]})"))
+                                      R"(":"c"}]})",
+                                  30s))
         << "frame " << i;
   const double beside = well_behaved_request_ms(server.port());
   std::this_thread::sleep_for(500ms);

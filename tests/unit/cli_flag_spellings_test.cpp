@@ -24,7 +24,8 @@ TEST(cli_flag_spellings, vllm_names) {
   auto o = parse({"serve", "Qwen/Qwen3-0.6B", "--max-model-len", "4096", "--dtype", "bfloat16", "--kv-cache-dtype",
                   "fp16", "--no-enable-prefix-caching", "--chat-template", "t.jinja", "--served-model-name", "qwen",
                   "--allowed-origins", "http://app", "--seed", "42", "--max-num-seqs", "8", "--max-num-batched-tokens",
-                  "256", "--api-key", "k", "--host", "0.0.0.0", "--port", "9000", "--kv-cache-memory", "2GiB"});
+                  "256", "--api-key", "k", "--host", "0.0.0.0", "--port", "9000", "--kv-cache-memory", "2GiB",
+                  "--max-logprobs", "5"});
   ASSERT_TRUE(o.has_value()) << o.error().text;
   const config& c = o->settings;
   EXPECT_EQ(c.model.model, "Qwen/Qwen3-0.6B");
@@ -36,6 +37,7 @@ TEST(cli_flag_spellings, vllm_names) {
   EXPECT_EQ(c.server.served_model_name, "qwen");
   EXPECT_EQ(c.server.allowed_origins, "http://app");
   EXPECT_EQ(c.engine.seed, 42);
+  EXPECT_EQ(c.server.max_logprobs, 5);
   EXPECT_EQ(c.engine.max_num_seqs, 8);
   EXPECT_EQ(c.engine.max_num_batched_tokens, 256);
   EXPECT_EQ(c.server.api_key, "k");

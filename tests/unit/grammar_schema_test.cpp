@@ -69,6 +69,29 @@ TEST(json_schema, arrays_enums_and_unions) {
   EXPECT_FALSE(matches(any, "1.5"));
 }
 
+// oneOf is generated as anyOf only where no value can match two alternatives: a value matching two
+// is invalid under oneOf. Exclusive by type, or by a required const/enum discriminator (through $ref).
+TEST(json_schema, one_of_only_where_its_alternatives_exclude_each_other) {
+  auto by_type = compiled(kind::json_schema, R"({"oneOf":[{"type":"string","maxLength":2},{"type":"integer"}]})");
+  EXPECT_TRUE(matches(by_type, R"("ab")"));
+  EXPECT_TRUE(matches(by_type, "7"));
+  auto tagged = compiled(kind::json_schema, R"({"oneOf":[{"$ref":"#/$defs/cat"},{"$ref":"#/$defs/dog"}],"$defs":{
+    "cat":{"type":"object","properties":{"kind":{"const":"cat"},"lives":{"type":"integer"}},"required":["kind"],"additionalProperties":false},
+    "dog":{"type":"object","properties":{"kind":{"enum":["dog","puppy"]},"lives":{"type":"integer"}},"required":["kind"],"additionalProperties":false}}})");
+  EXPECT_TRUE(matches(tagged, R"({"kind":"cat","lives":9})"));
+  EXPECT_TRUE(matches(tagged, R"({"kind":"puppy"})"));
+  EXPECT_FALSE(matches(tagged, R"({"kind":"cow"})"));
+  for (const char* overlapping : {
+           R"({"oneOf":[{"type":"integer"},{"type":"number"}]})",              // 1 is both
+           R"({"oneOf":[{"type":"string"},{"maxLength":3}]})",                 // the second says no type
+           R"({"oneOf":[{"type":"object","properties":{"k":{"const":1}},"required":["k"]},
+                        {"type":"object","properties":{"k":{"enum":[1,2]}},"required":["k"]}]})",
+           R"({"oneOf":[{"type":"object","properties":{"k":{"const":1}}},
+                        {"type":"object","properties":{"k":{"const":2}}}]})"})  // k not required: {} is both
+    EXPECT_NE(compile_error(kind::json_schema, overlapping).find("'oneOf' whose alternatives may overlap"), std::string::npos)
+        << overlapping;
+}
+
 TEST(json_schema, refs_recursion_and_all_of) {
   auto g = compiled(kind::json_schema, R"({"$ref":"#/$defs/node","$defs":{"node":{"type":"object",
     "properties":{"v":{"type":"integer"},"next":{"anyOf":[{"$ref":"#/$defs/node"},{"type":"null"}]}},

@@ -22,6 +22,21 @@ api_error chat_error(std::string_view body) {
   return r ? api_error{} : r.error();
 }
 
+// --max-logprobs bounds the alternatives per token on both endpoints.
+TEST(openai_request, max_logprobs_bounds_the_alternatives) {
+  parse_limits five = limits;
+  five.max_logprobs = 5;
+  EXPECT_TRUE(parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":5})", five));
+  auto chat = parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":6})", five);
+  ASSERT_FALSE(chat);
+  EXPECT_EQ(chat.error().param, "top_logprobs");
+  EXPECT_TRUE(parse_completion_request(R"({"prompt":"x","logprobs":5})", five));
+  auto completion = parse_completion_request(R"({"prompt":"x","logprobs":6})", five);
+  ASSERT_FALSE(completion);
+  EXPECT_EQ(completion.error().param, "logprobs");
+  EXPECT_TRUE(parse_completion_request(R"({"prompt":"x","logprobs":20})", limits)) << "vLLM's default: 20";
+}
+
 // logit_bias as a JSON object: a repeated key means its last value, so a body repeating one id
 // 130k times leaves one entry for the sampler to apply per token; distinct ids are bounded at 300.
 std::string logit_bias_body(int n_entries, bool distinct) {

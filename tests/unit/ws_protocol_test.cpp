@@ -45,6 +45,14 @@ TEST(ws_protocol, generate_params_start_from_the_model_defaults) {
   EXPECT_EQ(g->params.max_tokens, 0);
 }
 
+TEST(ws_protocol, logprobs_bounded_by_the_server_s_max_logprobs) {
+  const std::string frame = R"({"type":"generate","id":"a","prompt":"x","params":{"logprobs":8}})";
+  const auto accepted = parse_client_frame(frame, {}, 8);
+  EXPECT_NE(std::get_if<generate_command>(&accepted), nullptr);
+  const auto refused = parse_client_frame(frame, {}, 7);
+  EXPECT_NE(std::get_if<protocol_error>(&refused), nullptr);
+}
+
 TEST(ws_protocol, messages_and_cancel) {
   auto f = parse_client_frame(R"({"type":"generate","id":"m","messages":[{"role":"user","content":"hello"}]})");
   auto* g = std::get_if<generate_command>(&f);
