@@ -9,19 +9,15 @@
 #include <fstream>
 
 #include "src/cli_options.hpp"
+#include "unit/cli_parse_args.hpp"
 
 namespace pagedserve {
 namespace {
 
-std::expected<cli_options, cli_stop> parse(std::vector<std::string> args) {
-  args.insert(args.begin(), "pagedserve");
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  return cli_parse(static_cast<int>(argv.size()), argv.data());
-}
+using test::cli_parse_args;
 
 TEST(cli_flag_spellings, vllm_names) {
-  auto o = parse({"serve", "Qwen/Qwen3-0.6B", "--max-model-len", "4096", "--dtype", "bfloat16", "--kv-cache-dtype",
+  auto o = cli_parse_args({"serve", "Qwen/Qwen3-0.6B", "--max-model-len", "4096", "--dtype", "bfloat16", "--kv-cache-dtype",
                   "fp16", "--no-enable-prefix-caching", "--chat-template", "t.jinja", "--served-model-name", "qwen",
                   "--allowed-origins", "http://app", "--seed", "42", "--max-num-seqs", "8", "--max-num-batched-tokens",
                   "256", "--api-key", "k", "--host", "0.0.0.0", "--port", "9000", "--kv-cache-memory", "2GiB",
@@ -44,16 +40,16 @@ TEST(cli_flag_spellings, vllm_names) {
   EXPECT_EQ(c.server.host, "0.0.0.0");
   EXPECT_EQ(c.server.port, 9000);
   EXPECT_EQ(c.engine.kv_cache_memory, "2GiB");
-  EXPECT_TRUE(parse({"serve", "--enable-prefix-caching"})->settings.engine.prefix_caching);
-  EXPECT_EQ(parse({"serve", "--kv-cache-dtype", "auto"})->settings.engine.kv_cache_dtype, "f32");
-  EXPECT_EQ(parse({"serve", "--dtype", "auto"})->settings.model.quantize, "none");
-  EXPECT_EQ(parse({"serve", "--quantization", "w8a8"})->settings.model.quantize, "int8");
+  EXPECT_TRUE(cli_parse_args({"serve", "--enable-prefix-caching"})->settings.engine.prefix_caching);
+  EXPECT_EQ(cli_parse_args({"serve", "--kv-cache-dtype", "auto"})->settings.engine.kv_cache_dtype, "f32");
+  EXPECT_EQ(cli_parse_args({"serve", "--dtype", "auto"})->settings.model.quantize, "none");
+  EXPECT_EQ(cli_parse_args({"serve", "--quantization", "w8a8"})->settings.model.quantize, "int8");
 }
 
 TEST(cli_flag_spellings, llama_server_short_forms) {
   const auto key_file = std::filesystem::temp_directory_path() / ("pagedserve_key_" + std::to_string(::getpid()));
   std::ofstream(key_file) << "  sk-file \n";
-  auto o = parse({"serve", "-m", "m.gguf", "-c", "8192", "-t", "4", "-np", "16", "--alias", "mine", "--api-key-file",
+  auto o = cli_parse_args({"serve", "-m", "m.gguf", "-c", "8192", "-t", "4", "-np", "16", "--alias", "mine", "--api-key-file",
                   key_file.string(), "-ngl", "99", "-b", "1024", "--cache-type-k", "f16"});
   std::filesystem::remove(key_file);
   ASSERT_TRUE(o.has_value()) << o.error().text;
@@ -69,7 +65,7 @@ TEST(cli_flag_spellings, llama_server_short_forms) {
   ASSERT_EQ(o->notes.size(), 1u);
   EXPECT_NE(o->notes[0].find("ignored"), std::string::npos);
   // Ours stay as they were, as aliases of the same settings.
-  auto ours = parse({"serve", "--model", "m.gguf", "--threads", "4", "--quantize", "int4", "--prefix-caching", "off"});
+  auto ours = cli_parse_args({"serve", "--model", "m.gguf", "--threads", "4", "--quantize", "int4", "--prefix-caching", "off"});
   ASSERT_TRUE(ours.has_value()) << ours.error().text;
   EXPECT_EQ(ours->settings.model.quantize, "int4");
 }
@@ -77,7 +73,7 @@ TEST(cli_flag_spellings, llama_server_short_forms) {
 TEST(cli_flag_spellings, kv_cache_types_of_vllm_and_llama_cpp) {
   for (const auto& [spelling, type] : std::vector<std::pair<std::string, std::string>>{
            {"auto", "f32"}, {"fp16", "f16"}, {"half", "f16"}, {"q8_0", "q8"}, {"q8", "q8"}}) {
-    auto o = parse({"serve", "--cache-type-k", spelling});
+    auto o = cli_parse_args({"serve", "--cache-type-k", spelling});
     ASSERT_TRUE(o.has_value()) << o.error().text;
     EXPECT_EQ(o->settings.engine.kv_cache_dtype, type) << spelling;
   }
@@ -94,7 +90,7 @@ TEST(cli_flag_spellings, what_the_engine_lacks_is_refused_by_name) {
            {{"serve", "--api-key-file", "/nonexistent/key"}, "cannot read"},
            {{"serve", "-c", "1024", "--kv-blocks", "8"}, "give one"},
            {{"serve", "--demo-model", "--model"}, "--model"}}) {
-    auto o = parse(args);
+    auto o = cli_parse_args(args);
     ASSERT_FALSE(o.has_value()) << says;
     EXPECT_EQ(o.error().status, 2);
     EXPECT_NE(o.error().text.find(says), std::string::npos) << o.error().text;
@@ -105,8 +101,8 @@ TEST(cli_flag_spellings, environment_variables_below_the_command_line) {
   ::setenv("PAGEDSERVE_PORT", "7123", 1);
   ::setenv("PAGEDSERVE_API_KEY", "sk-env", 1);
   ::setenv("PAGEDSERVE_MAX_MODEL_LEN", "256", 1);
-  auto env_only = parse({"serve"});
-  auto flag_wins = parse({"serve", "--port", "7000"});
+  auto env_only = cli_parse_args({"serve"});
+  auto flag_wins = cli_parse_args({"serve", "--port", "7000"});
   ::unsetenv("PAGEDSERVE_PORT");
   ::unsetenv("PAGEDSERVE_API_KEY");
   ::unsetenv("PAGEDSERVE_MAX_MODEL_LEN");

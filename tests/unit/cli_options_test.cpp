@@ -7,38 +7,34 @@
 #include <fstream>
 
 #include "src/cli_options.hpp"
+#include "unit/cli_parse_args.hpp"
 #include "support/cli_help_check.hpp"
 
 namespace pagedserve {
 namespace {
 
-std::expected<cli_options, cli_stop> parse(std::vector<std::string> args) {
-  args.insert(args.begin(), "pagedserve");
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  return cli_parse(static_cast<int>(argv.size()), argv.data());
-}
+using test::cli_parse_args;
 
 TEST(cli_options, scheduling_flags_override_the_defaults) {
-  auto o = parse({"serve", "--max-decode-slowdown", "1.5", "--prefix-caching", "off", "--max-num-seqs", "8"});
+  auto o = cli_parse_args({"serve", "--max-decode-slowdown", "1.5", "--prefix-caching", "off", "--max-num-seqs", "8"});
   ASSERT_TRUE(o.has_value()) << o.error().text;
   EXPECT_EQ(o->command, "serve");
   EXPECT_DOUBLE_EQ(o->settings.engine.max_decode_slowdown, 1.5);
   EXPECT_FALSE(o->settings.engine.prefix_caching);
   EXPECT_EQ(o->settings.engine.max_num_seqs, 8);
-  auto on = parse({"serve", "--prefix-caching", "on"});
+  auto on = cli_parse_args({"serve", "--prefix-caching", "on"});
   ASSERT_TRUE(on.has_value());
   EXPECT_TRUE(on->settings.engine.prefix_caching);
 }
 
 TEST(cli_options, a_value_may_follow_an_equals_sign) {
-  auto o = parse({"serve", "--port=8081", "--host=::1", "--prefix-caching=off", "--max-body-bytes=4096"});
+  auto o = cli_parse_args({"serve", "--port=8081", "--host=::1", "--prefix-caching=off", "--max-body-bytes=4096"});
   ASSERT_TRUE(o.has_value()) << o.error().text;
   EXPECT_EQ(o->settings.server.port, 8081);
   EXPECT_EQ(o->settings.server.host, "::1");
   EXPECT_FALSE(o->settings.engine.prefix_caching);
   EXPECT_EQ(o->settings.server.max_body_bytes, 4096u);
-  auto g = parse({"generate", "--model=m.bin", "--prompt=a=b", "--max-tokens=3", "--seed=7"});
+  auto g = cli_parse_args({"generate", "--model=m.bin", "--prompt=a=b", "--max-tokens=3", "--seed=7"});
   ASSERT_TRUE(g.has_value()) << g.error().text;
   EXPECT_EQ(g->settings.model.model, "m.bin");
   EXPECT_EQ(g->prompt, "a=b");
@@ -48,7 +44,7 @@ TEST(cli_options, a_value_may_follow_an_equals_sign) {
 }
 
 TEST(cli_options, the_last_of_a_repeated_flag_wins) {
-  auto o = parse({"serve", "--port", "1", "--port=2"});
+  auto o = cli_parse_args({"serve", "--port", "1", "--port=2"});
   ASSERT_TRUE(o.has_value()) << o.error().text;
   EXPECT_EQ(o->settings.server.port, 2);
 }
@@ -58,14 +54,14 @@ TEST(cli_options, flags_override_the_config_file_wherever_it_stands) {
   std::ofstream(path) << R"({"server":{"port":7001,"host":"::1"},"engine":{"kv_blocks":99}})";
   for (const auto& args : {std::vector<std::string>{"serve", "--port", "9", "--config", path.string()},
                            std::vector<std::string>{"serve", "--config", path.string(), "--port", "9"}}) {
-    auto o = parse(args);
+    auto o = cli_parse_args(args);
     ASSERT_TRUE(o.has_value()) << o.error().text;
     EXPECT_EQ(o->settings.server.port, 9);
     EXPECT_EQ(o->settings.server.host, "::1");
     EXPECT_EQ(o->settings.engine.kv_blocks, 99);
   }
   std::ofstream(path) << R"({"server":{"no_such_key":1}})";
-  auto bad = parse({"serve", "--config", path.string()});
+  auto bad = cli_parse_args({"serve", "--config", path.string()});
   std::filesystem::remove(path);
   ASSERT_FALSE(bad.has_value());
   EXPECT_EQ(bad.error().status, 2);
@@ -73,36 +69,36 @@ TEST(cli_options, flags_override_the_config_file_wherever_it_stands) {
 }
 
 TEST(cli_options, the_kv_cache_dtype_is_f32_or_f16) {
-  EXPECT_EQ(parse({"serve"})->settings.engine.kv_cache_dtype, "f32");
-  auto o = parse({"serve", "--kv-cache-dtype", "f16"});
+  EXPECT_EQ(cli_parse_args({"serve"})->settings.engine.kv_cache_dtype, "f32");
+  auto o = cli_parse_args({"serve", "--kv-cache-dtype", "f16"});
   ASSERT_TRUE(o.has_value()) << o.error().text;
   EXPECT_EQ(o->settings.engine.kv_cache_dtype, "f16");
-  EXPECT_FALSE(parse({"serve", "--kv-cache-dtype", "fp8"}).has_value());
+  EXPECT_FALSE(cli_parse_args({"serve", "--kv-cache-dtype", "fp8"}).has_value());
 }
 
 TEST(cli_options, a_hub_model_takes_a_revision) {
-  auto o = parse({"serve", "--model", "Qwen/Qwen3-0.6B", "--revision", "v1.0"});
+  auto o = cli_parse_args({"serve", "--model", "Qwen/Qwen3-0.6B", "--revision", "v1.0"});
   ASSERT_TRUE(o.has_value()) << o.error().text;
   EXPECT_EQ(o->settings.model.model, "Qwen/Qwen3-0.6B");
   EXPECT_EQ(o->settings.model.revision, "v1.0");
-  EXPECT_EQ(parse({"generate", "--model", "o/m", "--prompt", "x"})->settings.model.revision, "main");
-  EXPECT_FALSE(parse({"serve", "--revision", ""}).has_value());
+  EXPECT_EQ(cli_parse_args({"generate", "--model", "o/m", "--prompt", "x"})->settings.model.revision, "main");
+  EXPECT_FALSE(cli_parse_args({"serve", "--revision", ""}).has_value());
 }
 
 TEST(cli_options, access_and_write_timeout_flags) {
-  const auto defaults = parse({"serve"});
+  const auto defaults = cli_parse_args({"serve"});
   ASSERT_TRUE(defaults.has_value());
   EXPECT_EQ(defaults->settings.server.allowed_hosts, "");
   EXPECT_EQ(defaults->settings.server.allowed_origins, "");
   EXPECT_EQ(defaults->settings.server.write_timeout_seconds, 60);
-  auto o = parse({"serve", "--allowed-hosts", "box.lan,*", "--allowed-origins", "http://app.example", "--write-timeout",
+  auto o = cli_parse_args({"serve", "--allowed-hosts", "box.lan,*", "--allowed-origins", "http://app.example", "--write-timeout",
                   "5"});
   ASSERT_TRUE(o.has_value()) << o.error().text;
   EXPECT_EQ(o->settings.server.allowed_hosts, "box.lan,*");
   EXPECT_EQ(o->settings.server.allowed_origins, "http://app.example");
   EXPECT_EQ(o->settings.server.write_timeout_seconds, 5);
-  EXPECT_FALSE(parse({"serve", "--write-timeout", "0"}).has_value());
-  EXPECT_FALSE(parse({"serve", "--write-timeout", "soon"}).has_value());
+  EXPECT_FALSE(cli_parse_args({"serve", "--write-timeout", "0"}).has_value());
+  EXPECT_FALSE(cli_parse_args({"serve", "--write-timeout", "soon"}).has_value());
 }
 
 TEST(cli_options, bad_values_are_errors_naming_the_flag) {
@@ -118,33 +114,33 @@ TEST(cli_options, bad_values_are_errors_naming_the_flag) {
            {{"generate", "--model", "m", "--port", "1"}, "--port"},  // a server flag means nothing here
            {{"tokenize", "--text", "x"}, "--tokenizer"},
            {{"convert", "--model", "m.bin", "--out", "d", "--dtype", "f16"}, "--dtype"}}) {
-    auto o = parse(args);
+    auto o = cli_parse_args(args);
     ASSERT_FALSE(o.has_value()) << flag;
     EXPECT_EQ(o.error().status, 2) << flag;
     EXPECT_NE(o.error().text.find(flag), std::string::npos) << o.error().text;
   }
   // Checked once the config is whole: the message names the config key, as for a config file.
-  auto slow = parse({"serve", "--max-decode-slowdown", "0.5"});
+  auto slow = cli_parse_args({"serve", "--max-decode-slowdown", "0.5"});
   ASSERT_FALSE(slow.has_value());
   EXPECT_NE(slow.error().text.find("engine.max_decode_slowdown"), std::string::npos) << slow.error().text;
-  auto nothing = parse({});
+  auto nothing = cli_parse_args({});
   ASSERT_FALSE(nothing.has_value());
   EXPECT_EQ(nothing.error().status, 2);
-  EXPECT_FALSE(parse({"train"}).has_value());
+  EXPECT_FALSE(cli_parse_args({"train"}).has_value());
 }
 
 TEST(cli_options, the_tools_take_their_flags_and_switches) {
-  auto t = parse({"tokenize", "--tokenizer", "tok", "--text=--not-a-flag", "--with-special"});
+  auto t = cli_parse_args({"tokenize", "--tokenizer", "tok", "--text=--not-a-flag", "--with-special"});
   ASSERT_TRUE(t.has_value()) << t.error().text;
   EXPECT_EQ(t->command, "tokenize");
   EXPECT_EQ(t->tool.tokenize.tokenizer, "tok");
   EXPECT_EQ(t->tool.tokenize.text, "--not-a-flag");
   EXPECT_TRUE(t->tool.tokenize.with_special);
-  auto c = parse({"chat-template", "--model", "dir", "--messages", "m.json", "--no-generation-prompt"});
+  auto c = cli_parse_args({"chat-template", "--model", "dir", "--messages", "m.json", "--no-generation-prompt"});
   ASSERT_TRUE(c.has_value()) << c.error().text;
   EXPECT_EQ(c->tool.chat_template.messages, "m.json");
   EXPECT_TRUE(c->tool.chat_template.no_generation_prompt);
-  auto v = parse({"convert", "--model", "m.bin", "--out", "dir"});
+  auto v = cli_parse_args({"convert", "--model", "m.bin", "--out", "dir"});
   ASSERT_TRUE(v.has_value()) << v.error().text;
   EXPECT_EQ(v->tool.convert.dtype, "f32");
 }
@@ -154,11 +150,11 @@ TEST(cli_options, help_lists_every_flag_of_every_subcommand) {
   CLI::App app("", "pagedserve");
   cli_define(app, o);
   test::expect_help_lists_every_option(app);
-  auto help = parse({"serve", "--help"});
+  auto help = cli_parse_args({"serve", "--help"});
   ASSERT_FALSE(help.has_value());
   EXPECT_EQ(help.error().status, 0);
   EXPECT_NE(help.error().text.find("--max-num-batched-tokens"), std::string::npos) << help.error().text;
-  auto version = parse({"--version"});
+  auto version = cli_parse_args({"--version"});
   ASSERT_FALSE(version.has_value());
   EXPECT_EQ(version.error().status, 0);
   EXPECT_EQ(version.error().text, std::string("pagedserve ") + PAGEDSERVE_VERSION + "\n");
