@@ -7,6 +7,8 @@
 // "roofline" (docs/roofline.md) is the same ratio against weights plus the K/V the step reads (each
 // sequence's attended positions times the KV element size): the distance to the machine's limit once
 // attention counts, reported for the f32 KV cache and, on s110m int8, for f16 and q8.
+// With int8 weights also "compute_roof" (the matmuls at the vpdpbusd peak measured here, over the step)
+// and "bound" (the larger of the two roofs over the step): how close a step is to what the machine allows.
 //
 //   ./build/load-tests/bench_decode                    # writes $PAGEDSERVE_S110M (/tmp/s110m.bin) once
 //   ./build/load-tests/bench_decode --benchmark_filter=s110m/int8
@@ -16,6 +18,7 @@
 //       # any model file (model_load_any), as loaded and as int8, 1 and 16 streams (quant_vs_llama_cpp.sh)
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <expected>
@@ -24,6 +27,7 @@
 #include <string>
 
 #include "bench_decoder.hpp"
+#include "compute_peak.hpp"
 #include "model_shapes.hpp"
 #include "membw.hpp"
 #include "pagedserve/model.hpp"
@@ -68,6 +72,12 @@ std::expected<std::shared_ptr<const model>, std::string> model_converted(const s
   return last;
 }
 
+// The int8 vpdpbusd peak of this process's arena (compute_peak.hpp), measured once: 0 without VNNI.
+double int8_peak_gops() {
+  static const double gops = bench::int8_peak_gops();
+  return gops;
+}
+
 void bench_decode(benchmark::State& state, const shape* s, weight_format format, int streams, dtype kv_type) {
   if (s->config.dim > 0 && !checkpoint_ensure(*s)) {
     state.SkipWithError("cannot write the checkpoint");
@@ -93,8 +103,21 @@ void bench_decode(benchmark::State& state, const shape* s, weight_format format,
   const double kv_bytes = d.kv_bytes_per_step();
   state.counters["KV_MB/step"] = kv_bytes * 1e-6;
   // Seconds the step's weight and K/V reads take at the measured bandwidth, over the step's seconds.
-  state.counters["roofline"] =
-      benchmark::Counter((bytes + kv_bytes) / (gbps * 1e9), benchmark::Counter::kIsIterationInvariantRate);
+  const double memory_seconds = (bytes + kv_bytes) / (gbps * 1e9);
+  state.counters["roofline"] = benchmark::Counter(memory_seconds, benchmark::Counter::kIsIterationInvariantRate);
+  // int8 weights: the matmuls' seconds at the vpdpbusd peak measured in this process over the step's
+  // seconds, and the bound that counts both roofs (docs/roofline.md: past a few streams W8A8 decode is
+  // compute-bound on this machine, so memory alone is not the limit).
+  if (format == weight_format::int8) {
+    if (const double peak = int8_peak_gops(); peak > 0) {
+      const double compute_seconds = d.matmul_ops_per_step() / (peak * 1e9);
+      state.counters["peak_GOP/s"] = peak;
+      state.counters["compute_roof"] =
+          benchmark::Counter(compute_seconds, benchmark::Counter::kIsIterationInvariantRate);
+      state.counters["bound"] = benchmark::Counter(std::max(memory_seconds, compute_seconds),
+                                                   benchmark::Counter::kIsIterationInvariantRate);
+    }
+  }
 }
 
 std::filesystem::path path_from_env(const char* name, const char* fallback) {

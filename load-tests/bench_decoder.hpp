@@ -50,6 +50,24 @@ class decoder {
     return streams_ * mean_attended * static_cast<double>(kv_cache::bytes_per_token(c.n_layers, c.n_kv_heads, c.head_size(), cache_.type()));
   }
 
+  // Operations (2 per multiply-add) of one decode step's matmuls: every token through every matrix
+  // and the classifier, MoE layers counted with each token's top-k experts.
+  double matmul_ops_per_step() const {
+    const model_config& c = m_.config;
+    const auto size = [](const weight& w) { return static_cast<double>(w.rows) * w.cols; };
+    double per_token = size(m_.classifier);
+    for (const layer_weights& l : m_.layers) {
+      per_token += size(l.wq) + size(l.wk) + size(l.wv) + size(l.wo);
+      if (!l.is_moe()) {
+        per_token += size(l.w_gate) + size(l.w_up) + size(l.w_down);
+        continue;
+      }
+      const auto& e = l.experts[0];
+      per_token += size(l.router) + c.n_experts_used * (size(e.gate) + size(e.up) + size(e.down));
+    }
+    return 2.0 * streams_ * per_token;
+  }
+
   // Bytes of weights one decode step reads: the chosen experts are approximated by all experts any
   // token could pick (min(streams * top_k, n_experts)) per MoE layer.
   double bytes_per_step() const {

@@ -87,6 +87,10 @@ class i8_scratch {
 // Steps of up to this many tokens split a matmul's rows statically (see matmul_group).
 constexpr int static_split_tokens = 16;
 
+// The widest register block of panels of the int8 micro-kernels (AVX512-VNNI's P::max_panels, a
+// multiple of the others'): a range of panels that is not a multiple of it ends in a slower, narrower tile.
+constexpr int i8_tile_panels = 4;
+
 // A group's tiles are numbered one output after the other.
 int tiles_of(const weight& w) { return (w.rows + rows_per_tile - 1) / rows_per_tile; }
 
@@ -151,12 +155,25 @@ void matmul_group(const kernel_table& kt, std::span<const matmul_output> outputs
     });
   }
   // Each range of tiles runs the pieces of the outputs it covers. i8 ranges hold at least 4 panels
-  // (64 rows) so a prefill's micro-kernels get whole register blocks.
-  const auto body = [&](const tbb::blocked_range<int>& r) {
+  // (64 rows) so a prefill's micro-kernels get whole register blocks, and their ends snap down to a
+  // multiple of i8_tile_panels inside the output they fall in: the same map for both ranges sharing an
+  // end, so the snapped ranges still cover every tile once, and no split leaves a narrow tail tile.
+  const auto snap = [&](int tile) {
+    if (!any_i8) return tile;
     int first = 0;
     for (const matmul_output& o : outputs) {
       const int n = tiles_of(o.w);
-      const int b = std::max(r.begin(), first), e = std::min(r.end(), first + n);
+      if (tile < first + n) return first + (tile - first) / i8_tile_panels * i8_tile_panels;
+      first += n;
+    }
+    return tile;  // the end of the last output
+  };
+  const auto body = [&](const tbb::blocked_range<int>& r) {
+    const int r_begin = snap(r.begin()), r_end = snap(r.end());
+    int first = 0;
+    for (const matmul_output& o : outputs) {
+      const int n = tiles_of(o.w);
+      const int b = std::max(r_begin, first), e = std::min(r_end, first + n);
       if (b < e) matmul_tiles(kt, o, x, a, n_tokens, b - first, e - first);
       first += n;
     }
