@@ -24,12 +24,15 @@ namespace pagedserve::kernels {
 namespace {
 
 using i8_tile_fn = void (*)(float* out, const std::uint8_t* xq, const float* x_scales, const weight& w, int k_pad,
-                            int t0, int p0);
+                            int t0, int p0, std::ptrdiff_t prefetch_ahead);
 
 // Tokens [t0, t0 + n_t) x panels [p0, p0 + n_p): every accumulator stays in a register while the
 // groups of columns stream by; each weight load feeds n_t tokens, each activation broadcast n_p panels.
+// Each weight line is also prefetched into L2 prefetch_ahead bytes on (the same place in the next block
+// of panels), so the next block arrives from memory while this one is computed from L2.
 template <class P, int n_t, int n_p>
-void i8_tile(float* out, const std::uint8_t* xq, const float* x_scales, const weight& w, int k_pad, int t0, int p0) {
+void i8_tile(float* out, const std::uint8_t* xq, const float* x_scales, const weight& w, int k_pad, int t0, int p0,
+             std::ptrdiff_t prefetch_ahead) {
   const std::size_t panel_bytes = static_cast<std::size_t>(i8_panel_rows) * k_pad;
   const std::int8_t* wp = w.i8() + static_cast<std::size_t>(p0) * panel_bytes;
   const std::uint8_t* xt = xq + static_cast<std::size_t>(t0) * k_pad;
@@ -41,7 +44,11 @@ void i8_tile(float* out, const std::uint8_t* xq, const float* x_scales, const we
   for (int g = 0; g < k_pad; g += 4) {
     typename P::wvec wv[n_p];
 #pragma GCC unroll 8
-    for (int p = 0; p < n_p; ++p) wv[p] = P::load_w(wp + p * panel_bytes + static_cast<std::size_t>(g) * i8_panel_rows);
+    for (int p = 0; p < n_p; ++p) {
+      const std::int8_t* at = wp + p * panel_bytes + static_cast<std::size_t>(g) * i8_panel_rows;
+      __builtin_prefetch(at + prefetch_ahead, 0, 2);  // a hint: never faults, even past the weights
+      wv[p] = P::load_w(at);
+    }
 #pragma GCC unroll 8
     for (int t = 0; t < n_t; ++t) {
       const typename P::xvec xv = P::load_x(xt + static_cast<std::size_t>(t) * k_pad + g);
@@ -78,12 +85,13 @@ void matmul_i8_tiles(float* out, const std::uint8_t* xq, const float* x_scales, 
   const int k_pad = i8_padded_cols(w.cols);
   // Blocks of panels small enough to stay in L2 (256 KiB) while every group of tokens passes over them.
   const int block = std::max(1, 256 * 1024 / (i8_panel_rows * k_pad) / P::max_panels) * P::max_panels;
+  const std::ptrdiff_t block_bytes = static_cast<std::ptrdiff_t>(block) * i8_panel_rows * k_pad;
   for (int pb = p_begin; pb < p_end; pb += block) {
     const int pe = std::min(p_end, pb + block);
     for (int t = 0; t < n_tokens; t += P::max_tokens) {
       const int n_t = std::min(P::max_tokens, n_tokens - t);
       for (int p = pb; p < pe; p += P::max_panels)
-        tiles[n_t - 1][std::min(P::max_panels, pe - p) - 1](out, xq, x_scales, w, k_pad, t, p);
+        tiles[n_t - 1][std::min(P::max_panels, pe - p) - 1](out, xq, x_scales, w, k_pad, t, p, block_bytes);
     }
   }
 }
