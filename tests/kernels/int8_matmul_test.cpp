@@ -176,6 +176,33 @@ TEST_P(int8_matmul_test, is_batch_invariant_for_1_to_33_tokens) {
   }
 }
 
+// A group large enough to be split between threads inside its outputs, whose panel counts (38, 46, 19)
+// are not multiples of the register block and span several of the tile loop's L2 blocks (768 columns):
+// ranges snapped to whole register blocks and the next block's prefetch still give every row the
+// reference's bits, with the static split (up to 16 tokens) and TBB's dynamic one.
+TEST_P(int8_matmul_test, large_split_group_matches_reference_bit_for_bit) {
+  constexpr int n_in = 768;
+  const int rows[] = {16 * 37 + 5, 16 * 46, 16 * 18 + 9};
+  i8_matrix w[3];
+  for (int j = 0; j < 3; ++j) w[j] = random_i8_matrix(rows[j], n_in, rng_);
+  for (int n_tokens : {1, 16, 23}) {
+    SCOPED_TRACE("n_tokens=" + std::to_string(n_tokens));
+    const auto x = random_vector(static_cast<std::size_t>(n_tokens) * n_in, rng_);
+    std::vector<float> got[3];
+    ops::matmul_output outs[3];
+    for (int j = 0; j < 3; ++j) {
+      got[j].assign(static_cast<std::size_t>(n_tokens) * rows[j], -1.0f);
+      outs[j] = {got[j].data(), w[j].view()};
+    }
+    ops::matmul_group(kt(), outs, x.data(), n_tokens);
+    for (int j = 0; j < 3; ++j) {
+      std::vector<float> want(got[j].size(), -2.0f);
+      reference::matmul(want.data(), x.data(), w[j].view(), n_tokens);
+      ASSERT_EQ(0, std::memcmp(got[j].data(), want.data(), want.size() * sizeof(float))) << "output " << j;
+    }
+  }
+}
+
 // Against the fp32 matmul over the unquantized weights: with x = sx * qx + ex (|ex| <= sx / 2) and
 // w = sw * qw + ew (|ew| <= sw / 2), |x.w - sx sw qx.qw| <= sx / 2 * sum|w| + sw / 2 * sum(|x| + sx / 2).
 TEST_P(int8_matmul_test, stays_within_quantization_error_of_fp32_weights) {
