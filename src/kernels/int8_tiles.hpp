@@ -29,7 +29,8 @@ using i8_tile_fn = void (*)(float* out, const std::uint8_t* xq, const float* x_s
 // Tokens [t0, t0 + n_t) x panels [p0, p0 + n_p): every accumulator stays in a register while the
 // groups of columns stream by; each weight load feeds n_t tokens, each activation broadcast n_p panels.
 // Each weight line is also prefetched into L2 prefetch_ahead bytes on (the same place in the next block
-// of panels), so the next block arrives from memory while this one is computed from L2.
+// of panels), so the next block arrives from memory while this one is computed from L2; 0 asks again
+// for the line being loaded, a no-op.
 template <class P, int n_t, int n_p>
 void i8_tile(float* out, const std::uint8_t* xq, const float* x_scales, const weight& w, int k_pad, int t0, int p0,
              std::ptrdiff_t prefetch_ahead) {
@@ -90,8 +91,12 @@ void matmul_i8_tiles(float* out, const std::uint8_t* xq, const float* x_scales, 
     const int pe = std::min(p_end, pb + block);
     for (int t = 0; t < n_tokens; t += P::max_tokens) {
       const int n_t = std::min(P::max_tokens, n_tokens - t);
-      for (int p = pb; p < pe; p += P::max_panels)
-        tiles[n_t - 1][std::min(P::max_panels, pe - p) - 1](out, xq, x_scales, w, k_pad, t, p, block_bytes);
+      for (int p = pb; p < pe; p += P::max_panels) {
+        const int n_p = std::min(P::max_panels, pe - p);
+        // Never past the range: those panels are another thread's, or not weights at all.
+        const std::ptrdiff_t ahead = p + block + n_p <= p_end ? block_bytes : 0;
+        tiles[n_t - 1][n_p - 1](out, xq, x_scales, w, k_pad, t, p, ahead);
+      }
     }
   }
 }
