@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""A/B of two bench_decode binaries in one run (docs/roofline.md): the binaries alternate, ROUNDS times,
+so both see the same drift of this shared machine; per case it prints the best tok/s of each, the
+per-round ratios (their spread says how much the figures can be trusted), the roofline counters of
+the best runs, and the load average during the runs.
+
+  load-tests/ab_decode.py 3 's110m/int8(/kv_f16)?/streams:(1|16|64)' OLD/bench_decode NEW/bench_decode
+
+Copy a binary aside first if its build directory may be rebuilt during the run. The s110m checkpoint
+is $PAGEDSERVE_S110M, as for bench_decode.
+"""
+import collections
+import json
+import os
+import subprocess
+import sys
+
+
+def run_cases(binary, case_filter):
+    """tok/s and counters of every case of one bench_decode run, by case name."""
+    out = subprocess.run([binary, "--benchmark_filter=" + case_filter, "--benchmark_min_time=1",
+                          "--benchmark_format=json"], capture_output=True, text=True, check=True).stdout
+    # spdlog's lines (model loading) share stdout with the JSON.
+    out = "\n".join(line for line in out.splitlines() if not line.startswith("[20"))
+    benchmarks = json.loads(out[out.index("{"):])["benchmarks"]
+    return {b["name"].split("/min_time")[0]: b for b in benchmarks}
+
+
+def main():
+    if len(sys.argv) != 5:
+        sys.exit(__doc__)
+    rounds, case_filter, old, new = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+    best = collections.defaultdict(dict)  # case -> {"old"/"new": benchmark of the best tok/s}
+    ratios = collections.defaultdict(list)  # case -> new / old tok/s, one per round
+    loads = []
+    for r in range(rounds):
+        this_round = {}
+        for side, binary in (("old", old), ("new", new)):
+            loads.append(os.getloadavg()[0])
+            this_round[side] = run_cases(binary, case_filter)
+            for case, b in this_round[side].items():
+                if side not in best[case] or b["tok/s"] > best[case][side]["tok/s"]:
+                    best[case][side] = b
+            print(f"round {r + 1}/{rounds} {side} done", file=sys.stderr)
+        for case in this_round["old"].keys() & this_round["new"].keys():
+            ratios[case].append(this_round["new"][case]["tok/s"] / this_round["old"][case]["tok/s"])
+    print(f"load average (1 min) during the runs: {min(loads):.1f} .. {max(loads):.1f}")
+    print(f"{'case':36} {'old tok/s':>9} {'new tok/s':>9} {'old roof':>8} {'new roof':>8} {'new bound':>9}  new/old per round")
+    for case, sides in best.items():
+        o, n = sides.get("old"), sides.get("new")
+        if not o or not n:
+            continue
+        per_round = " ".join(f"{x:.2f}" for x in ratios[case])
+        print(f"{case:36} {o['tok/s']:9.1f} {n['tok/s']:9.1f} {o['roofline']:8.3f} {n['roofline']:8.3f} "
+              f"{n.get('bound', float('nan')):9.3f}  {per_round}")
+
+
+if __name__ == "__main__":
+    main()
