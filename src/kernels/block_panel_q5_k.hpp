@@ -46,8 +46,9 @@ void q5_k_quad_dot(float* sums, const std::byte* panel, int quad, const std::byt
     };
     const __m512 d = widen_d(0), dmin = widen_d(8);
     const __m512i qh_first = _mm512_loadu_si512(qb + 576), qh_last = _mm512_loadu_si512(qb + 640);
-    __m512i isum[n_t];
-    for (int t = 0; t < n_t; ++t) isum[t] = _mm512_setzero_si512();
+    // Exact int32 sums: the even and odd sub-blocks' chains (latency bounds a lone token) add in any order.
+    __m512i isum[n_t], isum_odd[n_t];
+    for (int t = 0; t < n_t; ++t) isum[t] = isum_odd[t] = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       const __m512i first = _mm512_loadu_si512(qb + 64 + 128 * c), last = _mm512_loadu_si512(qb + 128 + 128 * c);
@@ -63,7 +64,8 @@ void q5_k_quad_dot(float* sums, const std::byte* panel, int quad, const std::byt
                                               _mm512_maddubs_epi16(lo_last, q4_k_broadcast16(a + 16)));
         const __m512i odd = _mm512_add_epi16(_mm512_maddubs_epi16(hi_first, q4_k_broadcast16(a + 32)),
                                              _mm512_maddubs_epi16(hi_last, q4_k_broadcast16(a + 48)));
-        isum[t] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(isum[t], even, scale_even), odd, scale_odd);
+        isum[t] = _mm512_dpwssd_epi32(isum[t], even, scale_even);
+        isum_odd[t] = _mm512_dpwssd_epi32(isum_odd[t], odd, scale_odd);
       }
     }
 #pragma GCC unroll 4
@@ -74,7 +76,7 @@ void q5_k_quad_dot(float* sums, const std::byte* panel, int quad, const std::byt
       const __m512i bsums32 = _mm512_broadcast_i32x4(_mm256_cvtepi32_epi16(pairs));
       const __m512i imin = _mm512_madd_epi16(mins16, bsums32);
       const __m512 yd = _mm512_set1_ps(a.d);
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, yd), acc[t]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(isum[t], isum_odd[t])), _mm512_mul_ps(d, yd), acc[t]);
       acc_min[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(imin), _mm512_mul_ps(dmin, yd), acc_min[t]);
     }
   }

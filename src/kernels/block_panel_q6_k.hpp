@@ -23,6 +23,9 @@ namespace pagedserve::kernels {
 namespace {
 
 constexpr std::size_t q6_k_quad_bytes = 840;
+// Independent vpdpwssd chains per token: 4 for a lone token, 2 for two, 1 from 3 tokens on.
+template <int n_t>
+constexpr int q6_k_chains = n_t == 1 ? 4 : n_t == 2 ? 2 : 1;
 
 // sums[t * 16 + 4 quad + i] = row 4 quad + i of the panel · token t's activations, t < n_t.
 template <int n_t>
@@ -42,8 +45,11 @@ void q6_k_quad_dot(float* sums, const std::byte* panel, int quad, const std::byt
     const auto scale = [&](int j) { return q4_k_pick(j < 8 ? scales_lo : scales_hi, j % 8); };
     const __m512 d = _mm512_permutexvar_ps(
         d_of_lane, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qb + 832)))));
-    __m512i isum[n_t];
-    for (int t = 0; t < n_t; ++t) isum[t] = _mm512_setzero_si512();
+    // Exact int32 sums, so the chains they split into (latency, not throughput, bounds a lone token)
+    // may add in any order.
+    __m512i isum[n_t][q6_k_chains<n_t>];
+    for (int t = 0; t < n_t; ++t)
+      for (int c = 0; c < q6_k_chains<n_t>; ++c) isum[t][c] = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int r = 0; r < 4; ++r) {  // r = 2h + k
       const int h = r / 2, k = r % 2;
@@ -60,7 +66,8 @@ void q6_k_quad_dot(float* sums, const std::byte* panel, int quad, const std::byt
         const std::int8_t* a = y[t][b].qs + 128 * h + 16 * k;
 #pragma GCC unroll 4
         for (int m = 0; m < 4; ++m)
-          isum[t] = _mm512_dpwssd_epi32(isum[t], _mm512_maddubs_epi16(w[m], q4_k_broadcast16(a + 32 * m)), sc[m]);
+          isum[t][m % q6_k_chains<n_t>] = _mm512_dpwssd_epi32(
+              isum[t][m % q6_k_chains<n_t>], _mm512_maddubs_epi16(w[m], q4_k_broadcast16(a + 32 * m)), sc[m]);
       }
     }
 #pragma GCC unroll 4
@@ -69,7 +76,8 @@ void q6_k_quad_dot(float* sums, const std::byte* panel, int quad, const std::byt
       const __m512i offset = _mm512_dpwssd_epi32(
           _mm512_madd_epi16(scales_lo, _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.bsums)))),
           scales_hi, _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.bsums + 8))));
-      const __m512i exact = _mm512_sub_epi32(isum[t], _mm512_slli_epi32(offset, 5));
+      __m512i exact = _mm512_sub_epi32(isum[t][0], _mm512_slli_epi32(offset, 5));
+      for (int c = 1; c < q6_k_chains<n_t>; ++c) exact = _mm512_add_epi32(exact, isum[t][c]);
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), _mm512_mul_ps(d, _mm512_set1_ps(a.d)), acc[t]);
     }
   }
