@@ -1,12 +1,14 @@
 // kernel_table::matmul_blocks for the avx512_vnni table(s): block_dot_simd.hpp compiled with this file's
 // flags, with the K-quants on zmm (block_dot_zmm.hpp)
-// and the row panels of q4_0, q8_0 and q4_k (block_panel_q4_0.hpp, block_panel_q4_k.hpp).
+// and the row panels of q4_0, q8_0, q4_k, q5_k and q6_k (block_panel_<format>.hpp).
 #pragma GCC diagnostic ignored "-Wuninitialized"  // GCC PR 105593, as in table_avx512.cpp
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "block_dot_simd.hpp"
 #include "block_dot_zmm.hpp"
 #include "block_panel_q4_0.hpp"
 #include "block_panel_q4_k.hpp"
+#include "block_panel_q5_k.hpp"
+#include "block_panel_q6_k.hpp"
 
 namespace pagedserve::kernels {
 
@@ -15,6 +17,8 @@ void detail::matmul_blocks_avx512_vnni(float* out, const std::byte* xq, const we
   if (w.panel_rows && w.type == dtype::q4_0) return matmul_q4_0_panels<panel_q4_0>(out, xq, w, n_tokens, o_begin, o_end);
   if (w.panel_rows && w.type == dtype::q8_0) return matmul_q4_0_panels<panel_q8_0>(out, xq, w, n_tokens, o_begin, o_end);
   if (w.panel_rows && w.type == dtype::q4_k) return matmul_q4_k_panels(out, xq, w, n_tokens, o_begin, o_end);
+  if (w.panel_rows && w.type == dtype::q5_k) return matmul_q5_k_panels(out, xq, w, n_tokens, o_begin, o_end);
+  if (w.panel_rows && w.type == dtype::q6_k) return matmul_q6_k_panels(out, xq, w, n_tokens, o_begin, o_end);
   matmul_blocks_simd(out, xq, w, n_tokens, o_begin, o_end, zmm_kernels(w.type));
 }
 

@@ -12,9 +12,21 @@
 
 namespace pagedserve {
 
-void model_pack_block_panels(model& m, std::span<const std::byte> mapped) {
+bool block_panels_here(dtype t) {
   const kernels::kernel_table* kt = kernels::kernel_table_select();
-  if (!kt) return;
+  return kt && block_panels_defined(t) && kernels::block_panels_pay(*kt, t);
+}
+
+weight block_panels_kept(model& m, const weight& w) {
+  std::vector<std::byte> panels(block_panels_bytes(w.type, w.rows, w.cols));
+  block_panels_pack(panels.data(), static_cast<const std::byte*>(w.data), w.type, w.rows, w.cols);
+  weight out = w;
+  out.data = m.keep(std::move(panels));
+  out.panel_rows = block_panel_rows;
+  return out;
+}
+
+void model_pack_block_panels(model& m, std::span<const std::byte> mapped) {
   std::vector<weight*> matrices;
   if (m.classifier != m.token_embedding) matrices.push_back(&m.classifier);
   for (layer_weights& l : m.layers) {
@@ -25,15 +37,12 @@ void model_pack_block_panels(model& m, std::span<const std::byte> mapped) {
   int n_packed = 0;
   std::size_t bytes = 0;
   for (weight* w : matrices) {
-    if (w->empty() || w->panel_rows || !block_panels_defined(w->type) || !kernels::block_panels_pay(*kt, w->type)) continue;
-    std::vector<std::byte> panels(block_panels_bytes(w->type, w->rows, w->cols));
-    block_panels_pack(panels.data(), static_cast<const std::byte*>(w->data), w->type, w->rows, w->cols);
+    if (w->empty() || w->panel_rows || !block_panels_here(w->type)) continue;
     const std::span<const std::byte> stored(static_cast<const std::byte*>(w->data), w->n_bytes());
+    *w = block_panels_kept(m, *w);
     if (stored.data() >= mapped.data() && stored.data() + stored.size() <= mapped.data() + mapped.size())
       release_pages(stored);
-    bytes += panels.size();
-    w->data = m.keep(std::move(panels));
-    w->panel_rows = block_panel_rows;
+    bytes += w->n_bytes();
     ++n_packed;
   }
   if (n_packed > 0) spdlog::info("repacked {} matrices ({} MiB) into row panels", n_packed, bytes >> 20);

@@ -14,4 +14,11 @@ namespace pagedserve {
 // when forced, still compute panel-packed matrices (they gather rows back), only slower.
 void model_pack_block_panels(model& m, std::span<const std::byte> mapped);
 
+// Whether matrices of type t are repacked into row panels on this CPU (its best table has a panel
+// kernel for t): what model_pack_block_panels and --quantize int4 (model_convert_weights) decide by.
+bool block_panels_here(dtype t);
+
+// The panels of w (a block-quantized matrix, rows as stored) in a buffer of m's own.
+weight block_panels_kept(model& m, const weight& w);
+
 }  // namespace pagedserve

@@ -41,8 +41,24 @@ constexpr field_move q4_k_fields[] = {{0, 2, 0, 2},   {2, 2, 8, 2},    {4, 4, 16
 // q8_0 (136-byte quad): d at 2 i; weights 0..15 at 8 + 16 i, 16..31 at 72 + 16 i.
 constexpr field_move q8_0_fields[] = {{0, 2, 0, 2}, {2, 16, 8, 16}, {18, 16, 72, 16}};
 
+// q5_k (704-byte quad): q4_k's fields (its qs 32 bytes further into the file's block), then qh: its
+// first 16 bytes of the 4 rows (576 + 16 i), its last 16 (640 + 16 i).
+constexpr field_move q5_k_fields[] = {{0, 2, 0, 2},   {2, 2, 8, 2},    {4, 4, 16, 4},   {8, 4, 32, 4},
+                                      {12, 4, 48, 4}, {48, 16, 64, 16}, {64, 16, 128, 16}, {80, 16, 192, 16},
+                                      {96, 16, 256, 16}, {112, 16, 320, 16}, {128, 16, 384, 16}, {144, 16, 448, 16},
+                                      {160, 16, 512, 16}, {16, 16, 576, 16}, {32, 16, 640, 16}};
+
+// q6_k (840-byte quad): the file block's 16-byte runs k (ql 0-7, qh 8-11, scales 12) at 64 k + 16 i;
+// d at 832 + 2 i.
+constexpr field_move q6_k_fields[] = {{0, 16, 0, 16},     {16, 16, 64, 16},   {32, 16, 128, 16},  {48, 16, 192, 16},
+                                      {64, 16, 256, 16},  {80, 16, 320, 16},  {96, 16, 384, 16},  {112, 16, 448, 16},
+                                      {128, 16, 512, 16}, {144, 16, 576, 16}, {160, 16, 640, 16}, {176, 16, 704, 16},
+                                      {192, 16, 768, 16}, {208, 2, 832, 2}};
+
 std::span<const field_move> fields_of(dtype t) {
   if (t == dtype::q4_k) return q4_k_fields;
+  if (t == dtype::q5_k) return q5_k_fields;
+  if (t == dtype::q6_k) return q6_k_fields;
   if (t == dtype::q8_0) return q8_0_fields;
   return q4_0_fields;
 }

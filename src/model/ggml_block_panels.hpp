@@ -10,6 +10,9 @@
 // the 4 rows' weights 0..15, then their weights 16..31. q4_k's (576 bytes): the 4 rows'
 // d, then dmin (8 bytes each); their 12 packed scale bytes as three runs of 4 bytes per row (48 bytes);
 // then for each 32 bytes of nibbles (sub-blocks 2c, 2c + 1), the first 16 of every row, then the last 16.
+// q5_k's (704 bytes): q4_k's 576, then the rows' qh, its first 16 bytes of every row, then the last 16.
+// q6_k's (840 bytes): each 16 bytes of the block's first 208 (ql, qh, scales) of the 4 rows, one 64-byte
+// run per 16 bytes (row i's at 16 i), then the 4 d.
 #include <cstddef>
 
 #include "pagedserve/weight.hpp"
@@ -19,12 +22,14 @@ namespace pagedserve {
 constexpr int block_panel_rows = 16;  // rows per panel: ops.cpp's rows_per_tile, so a tile is a panel
 constexpr int block_panel_quad = 4;   // rows interleaved in one quad block
 
-// Whether a panel of t holds its quads one after the other (each quad's blocks in order: q4_k, whose
-// kernel runs one quad at a time) rather than block b of every quad, then block b + 1 (q4_0).
-constexpr bool block_panel_quads_follow(dtype t) { return t == dtype::q4_k; }
+// Whether a panel of t holds its quads one after the other (each quad's blocks in order: the K-quants,
+// whose kernels run one quad at a time) rather than block b of every quad, then block b + 1 (q4_0).
+constexpr bool block_panel_quads_follow(dtype t) { return t == dtype::q4_k || t == dtype::q5_k || t == dtype::q6_k; }
 
-// Whether type t has a panel layout (q4_0, q8_0, q4_k).
-constexpr bool block_panels_defined(dtype t) { return t == dtype::q4_0 || t == dtype::q8_0 || t == dtype::q4_k; }
+// Whether type t has a panel layout (q4_0, q8_0, q4_k, q5_k, q6_k).
+constexpr bool block_panels_defined(dtype t) {
+  return t == dtype::q4_0 || t == dtype::q8_0 || t == dtype::q4_k || t == dtype::q5_k || t == dtype::q6_k;
+}
 constexpr int block_panel_padded_rows(int rows) { return (rows + block_panel_rows - 1) / block_panel_rows * block_panel_rows; }
 
 // Bytes of the panels of a [rows, cols] matrix of type t (its padded rows' blocks).

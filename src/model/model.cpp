@@ -9,6 +9,7 @@
 
 #include "model/load_phase.hpp"
 #include "model/load_progress.hpp"
+#include "model/block_panels_load.hpp"
 #include "model/ggml_blocks.hpp"
 #include "pagedserve/model.hpp"
 #include "model/quantize.hpp"
@@ -168,19 +169,23 @@ std::expected<void, std::string> model_check(const model& m) {
 
 namespace {
 
-// A copy of w in `to`, converted in parallel over rows (exact when widening).
-weight convert_matrix(model& m, const weight& w, dtype to) {
+// A copy of w in `to`, converted in parallel over rows (exact when widening). Block types go straight
+// into row panels where this CPU has a panel kernel for them (as the GGUF loader repacks its files'
+// blocks), unless `panels_allowed` is false (the token embedding: row lookups).
+weight convert_matrix(model& m, const weight& w, dtype to, bool panels_allowed) {
   if (w.empty() || w.type == to) return w;
   if (is_block_quantized(to)) {
     const std::size_t row_bytes = block_row_bytes(to, w.cols);
-    std::byte* dst = m.keep(std::vector<std::byte>(static_cast<std::size_t>(w.rows) * row_bytes));
+    std::vector<std::byte> rows(static_cast<std::size_t>(w.rows) * row_bytes);
     tbb::parallel_for(0, w.rows, [&](int r) {
       std::vector<float> row(static_cast<std::size_t>(w.cols));
       weight_row_to_f32(row.data(), w, r);
       const std::vector<std::byte> blocks = quantize_blocks(to, row);
-      std::memcpy(dst + static_cast<std::size_t>(r) * row_bytes, blocks.data(), row_bytes);
+      std::memcpy(rows.data() + static_cast<std::size_t>(r) * row_bytes, blocks.data(), row_bytes);
     });
-    return weight{dst, to, w.rows, w.cols};
+    const weight as_rows{rows.data(), to, w.rows, w.cols};
+    if (panels_allowed && block_panels_here(to)) return block_panels_kept(m, as_rows);
+    return weight{m.keep(std::move(rows)), to, w.rows, w.cols};
   }
   if (to == dtype::i8) {
     i8_matrix q = quantize_matrix_i8(w);
@@ -283,7 +288,7 @@ void model_convert_weights(model& m, weight_format format, load_progress* progre
       const std::uint64_t n = w->n_bytes();
       const dtype to = target_of(*w, format);
       n_fallback += format == weight_format::int4 && to == dtype::i8;
-      *w = convert_matrix(m, *w, to);
+      *w = convert_matrix(m, *w, to, w != &m.token_embedding);
       bytes_out += w->n_bytes();
       step.advance(n);
     }

@@ -20,21 +20,27 @@
 namespace pagedserve::kernels {
 namespace {
 
-constexpr dtype panel_types[] = {dtype::q4_0, dtype::q8_0, dtype::q4_k};
+constexpr dtype panel_types[] = {dtype::q4_0, dtype::q8_0, dtype::q4_k, dtype::q5_k, dtype::q6_k};
 constexpr int ragged_rows[] = {1, 4, 5, 16, 17, 37};
 
-// A few blocks a row: 3 of q4_0's or q8_0's 32 (an odd count), 2 of q4_k's 256.
-int cols_of(dtype t) { return t == dtype::q4_k ? 512 : 96; }
+// A few blocks a row: 3 of q4_0's or q8_0's 32 (an odd count), 2 of the K-quants' 256.
+int cols_of(dtype t) { return block_layout_of(t).elements == 256 ? 512 : 96; }
 
-// Random blocks (every nibble and scale pattern) with fp16 fields (d; q4_k's d and dmin) in
-// +-[0.001, 0.01] at each block's start.
+// Where a block of t holds its fp16 fields: d (q4_k, q5_k: d and dmin) at its start, q6_k's d at its end.
+std::vector<int> fp16_offsets(dtype t) {
+  if (t == dtype::q4_k || t == dtype::q5_k) return {0, 2};
+  if (t == dtype::q6_k) return {208};
+  return {0};
+}
+
+// Random blocks (every nibble, high-bit and scale pattern) with fp16 fields in +-[0.001, 0.01].
 std::vector<std::byte> random_rows(dtype t, int rows, int cols, std::mt19937& rng) {
   std::vector<std::byte> data(rows * block_row_bytes(t, cols));
   std::uniform_int_distribution<int> byte(0, 255);
   std::uniform_real_distribution<float> mag(0.001f, 0.01f);
   for (std::byte& b : data) b = static_cast<std::byte>(byte(rng));
   for (std::size_t at = 0; at < data.size(); at += block_layout_of(t).bytes) {
-    for (int off = 0; off < (t == dtype::q4_k ? 4 : 2); off += 2) {
+    for (const int off : fp16_offsets(t)) {
       const std::uint16_t d = f32_to_f16(byte(rng) % 2 ? mag(rng) : -mag(rng));
       std::memcpy(&data[at + off], &d, 2);
     }

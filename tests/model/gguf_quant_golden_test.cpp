@@ -11,6 +11,7 @@
 #include <cstdio>
 
 #include "model/prefill_logits.hpp"
+#include "model/block_panels_load.hpp"
 #include "model/forward.hpp"
 #include "model/ggml_blocks.hpp"
 #include "model/gguf_model.hpp"
@@ -124,11 +125,14 @@ TEST(gguf_quant_golden, packed_blocks_track_llama_cpps_quantized_path) {
     const auto m = load(f, weight_format::as_stored);
     ASSERT_TRUE(m);
     EXPECT_EQ(golden_type_name(m->layers[0].wq.type), f.tensor_types.at("blk.0.attn_q.weight")) << "kept as stored";
-    // Matrices repacked into row panels (ggml_block_panels.hpp) replace their mapped bytes with a copy.
+    // Matrices repacked into row panels (ggml_block_panels.hpp) replace their mapped bytes with a copy:
+    // every one whose type has a panel kernel here (Q4_K_M's and Q6_K's q6_k, Q5_K_M's q5_k included).
     std::uint64_t panel_bytes = m->classifier.panel_rows ? m->classifier.n_bytes() : 0;
     for (const layer_weights& l : m->layers)
-      for (const weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      for (const weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+        EXPECT_EQ(w->panel_rows != 0, block_panels_here(w->type)) << dtype_name(w->type);
         panel_bytes += w->panel_rows ? w->n_bytes() : 0;
+      }
     EXPECT_LT((m->owned_bytes - panel_bytes) * 100, model_weight_bytes(*m))
         << "only the fp32 norms and the panels are copies; the other matrices are views";
     const double worst = worst_error(*m, best, g, f.llama_cpp_logits);
