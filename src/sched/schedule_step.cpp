@@ -100,6 +100,7 @@ std::vector<token_id> proposals_for(const scheduler_limits& limits, const sequen
   if (!speculation_may_propose(s.spec_record, s.n_generated())) return {};
   const int n_tokens = static_cast<int>(s.tokens.size());
   n_max = std::min({n_max, s.params->max_tokens - s.n_generated() - 1, limits.context_len - n_tokens});
+  if (limits.speculation.draft_model) return std::vector<token_id>(std::max(0, n_max), token_id{0});  // placeholders
   return ngram_propose(s.tokens, {limits.speculation.lookup_max, limits.speculation.lookup_min}, n_max);
 }
 
@@ -217,6 +218,17 @@ step_plan schedule_step(scheduler_state& state, block_manager& blocks) {
   }
   state.scheduled = plan.chunks;
   return plan;
+}
+
+void adopt_drafted_proposals(std::vector<step_chunk>& scheduled, const std::vector<std::vector<token_id>>& drafted) {
+  std::size_t next = 0;
+  for (step_chunk& c : scheduled) {
+    if (!c.samples) continue;
+    ps_check(next < drafted.size() && drafted[next].size() == c.proposed.size(),
+             "drafted proposals do not match the plan's placeholders");
+    c.proposed = drafted[next++];
+  }
+  ps_check(next == drafted.size(), "drafted proposals for no sampling chunk");
 }
 
 step_result apply_step_result(scheduler_state& state, block_manager& blocks, const std::vector<token_id>& sampled,
