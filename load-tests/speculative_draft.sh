@@ -52,7 +52,7 @@ trap cleanup EXIT
 port=""
 start() {  # start LOG FLAGS...: sets $port
   local log="$1"; shift
-  "$pagedserve" serve --host 127.0.0.1 --port 0 --model "$target" --tokenizer "$tokenizer" "$@" > /dev/null 2> "$log" &
+  "$pagedserve" serve --host 127.0.0.1 --port 0 --model "$target" --tokenizer "$tokenizer" --kv-blocks 1024 "$@" > /dev/null 2> "$log" &
   pids+=($!)
   for _ in $(seq 1 1200); do
     port="$(grep -o 'on http://127.0.0.1:[0-9]*' "$log" | head -1 | sed 's/.*://')" || true
