@@ -4,10 +4,12 @@
 
 namespace pagedserve {
 namespace {
+// A verification of few rows may cost several decode steps on a small model (stories260K: 5 rows take
+// 4x one), so a cut-off is decided on one full verification's evidence, and the back-off is long.
 constexpr double record_decay = 0.8;     // per verification: the last ~5 count most
-constexpr double min_evidence = 8;       // proposed tokens (decayed) before a cut-off is decided
-constexpr int backoff_tokens = 16;       // the first back-off, in generated tokens
-constexpr int max_backoff_doublings = 4; // at most 16 << 4 = 256 tokens without proposals
+constexpr double min_evidence = 4;       // proposed tokens (decayed) before a cut-off is decided
+constexpr int backoff_tokens = 32;       // the first back-off, in generated tokens
+constexpr int max_backoff_doublings = 3; // at most 32 << 3 = 256 tokens without proposals
 }  // namespace
 
 double speculation_break_even(const speculation_limits& limits, const step_cost_model& cost, int n_decodes) {

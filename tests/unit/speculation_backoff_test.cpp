@@ -26,23 +26,18 @@ TEST(speculation_backoff, break_even_follows_the_knee_and_the_batch) {
 TEST(speculation_backoff, low_acceptance_cuts_proposals_off_with_a_doubling_back_off) {
   speculation_record r;
   EXPECT_TRUE(speculation_may_propose(r, 0));
-  // Three verifications of 4 proposals make enough evidence (4, 7.2, 9.76 decayed proposals).
-  const auto verify_three_times = [&](int accepted, int at) {
-    for (int i = 0; i < 3; ++i) {
-      EXPECT_TRUE(speculation_may_propose(r, at));
-      speculation_observe(r, 4, accepted, 0.3, at);
-    }
-  };
-  verify_three_times(1, 10);  // 1 of 4 accepted, below 0.3: cut off for 16 tokens
-  EXPECT_FALSE(speculation_may_propose(r, 25));
-  EXPECT_TRUE(speculation_may_propose(r, 26));
-  verify_three_times(0, 26);  // cut again: 32 tokens
-  EXPECT_FALSE(speculation_may_propose(r, 57));
-  EXPECT_TRUE(speculation_may_propose(r, 58));
-  for (int i = 0; i < 10; ++i) verify_three_times(0, r.resume_at);  // the back-off stops growing at 256
+  speculation_observe(r, 2, 0, 0.3, 10);  // 2 proposed: not enough evidence yet
+  EXPECT_TRUE(speculation_may_propose(r, 10));
+  speculation_observe(r, 4, 1, 0.3, 11);  // 1 of 5.6 decayed, below 0.3: cut off for 32 tokens
+  EXPECT_FALSE(speculation_may_propose(r, 42));
+  EXPECT_TRUE(speculation_may_propose(r, 43));
+  speculation_observe(r, 4, 1, 0.3, 43);  // one verification is evidence enough: cut again, 64 tokens
+  EXPECT_FALSE(speculation_may_propose(r, 106));
+  EXPECT_TRUE(speculation_may_propose(r, 107));
+  for (int i = 0; i < 10; ++i) speculation_observe(r, 4, 0, 0.3, r.resume_at);  // the back-off stops at 256
   EXPECT_EQ(r.n_cutoffs, 12);
   const int at = r.resume_at;
-  verify_three_times(0, at);
+  speculation_observe(r, 4, 0, 0.3, at);
   EXPECT_EQ(r.resume_at, at + 256);
 }
 
@@ -76,9 +71,9 @@ TEST(speculation_backoff, a_sequence_whose_proposals_are_rejected_stops_proposin
     // The target never agrees with the first proposal (and every lookup finds a 7 or an 8 before).
     p.run({proposed.empty() || proposed[0] == 8 ? token_id{7} : token_id{8}});
   }
-  // Verifications until the decayed evidence reaches 8 proposed tokens (the first lookups find
-  // fewer than 4), none accepted: a back-off of 16 generated tokens, three more, then 32.
-  EXPECT_EQ(verifying_steps, (std::vector<int>{0, 1, 2, 3, 20, 21, 22}));
+  // Verifications until the decayed evidence reaches 4 proposed tokens (the first lookups find
+  // fewer than 4), none accepted: a back-off of 32 generated tokens, one more verification, then 64.
+  EXPECT_EQ(verifying_steps, (std::vector<int>{0, 1, 34}));
   EXPECT_EQ(p.blocks.find_invariant_violation(), std::nullopt);
 }
 
