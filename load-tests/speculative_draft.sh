@@ -2,12 +2,13 @@
 # Issue 20's draft-model benchmark: batch-1 decode tok/s with a draft model against the measured
 # acceptance, and 16 streams, each server A/B against one without speculation, both up at once and
 # requests alternating between them (best of N). The pair is random-weight with controlled agreement:
-# the target is a random Llama (its embedding and classifier dominate the residual stream, so its
-# first layers already predict much of what the whole does), each draft the target cut to its first L
-# layers (same embeddings, classifier, tokenizer): fewer layers, cheaper and less in agreement.
+# the target is a random Llama whose layers' output projections (wo, w2) are scaled by ALPHA, so each
+# layer nudges the residual stream the embedding set; each draft is the target cut to its first L
+# layers (same embeddings, classifier, tokenizer): fewer layers, cheaper and less in agreement, and
+# the smaller ALPHA, the more the cut model agrees with the whole.
 #
 #   load-tests/speculative_draft.sh
-# Env: ROUNDS (default 4), MAX_TOKENS (default 128), LAYERS (drafts' layer counts, default "1 2 4"),
+# Env: ROUNDS (default 4), MAX_TOKENS (default 128), LAYERS (drafts' layer counts, default "1 2 4"), ALPHA (0.1),
 #      K (num_speculative_tokens, default 4), SHAPE (target: dim hidden layers heads kv_heads vocab seq, default
 #      "512 1536 12 8 8 32000 1024").
 set -euo pipefail
@@ -20,13 +21,15 @@ read -r dim hidden layers heads kv vocab seq <<< "${SHAPE:-512 1536 12 8 8 32000
 tokenizer="${SHARED:-$root/../shared}/models/tokenizer.bin"
 dir=/tmp/spec-draft-bench
 mkdir -p "$dir"
-target="$dir/target-$dim-$layers.bin"
-[ -f "$target" ] || "${MAKE_MODEL:-$root/build/make-random-model}" "$target" "$dim" "$hidden" "$layers" "$heads" "$kv" "$vocab" "$seq" 0 1
-# The target's first n layers, as a llama2.c checkpoint of its own (run.c's tensor order).
+alpha="${ALPHA:-0.1}"
+random="$dir/random-$dim-$layers.bin"
+target="$dir/target-$dim-$layers-$alpha.bin"
+[ -f "$random" ] || "${MAKE_MODEL:-$root/build/make-random-model}" "$random" "$dim" "$hidden" "$layers" "$heads" "$kv" "$vocab" "$seq" 0 1
+# The random model's first n layers, wo and w2 scaled by alpha, as a llama2.c checkpoint (run.c's tensor order).
 truncate_layers() {  # truncate_layers N OUT
-  python3 - "$target" "$1" "$2" <<'PY'
-import struct, sys
-src, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+  python3 - "$random" "$1" "$2" "$alpha" <<'PY'
+import array, struct, sys
+src, n, out, alpha = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
 data = open(src, "rb").read()
 dim, hidden, L, heads, kv_heads, vocab, seq = struct.unpack("7i", data[:28])
 hs, shared = dim // heads, vocab > 0
@@ -40,12 +43,17 @@ def take(count):
 emb = take(abs(vocab) * dim)
 per_layer = [dim, dim * dim, dim * kv_dim, dim * kv_dim, dim * dim, dim, hidden * dim, dim * hidden, hidden * dim]
 groups = [take(L * s) for s in per_layer]
+def scaled(b):
+    a = array.array("f"); a.frombytes(b)
+    return array.array("f", (x * alpha for x in a)).tobytes()
+groups[4], groups[7] = scaled(groups[4][:n * per_layer[4] * f]), scaled(groups[7][:n * per_layer[7] * f])
 rest = data[off:]  # rms_final, freq_cis, classifier
 body = emb + b"".join(g[:n * s * f] for g, s in zip(groups, per_layer)) + rest
 open(out, "wb").write(struct.pack("7i", dim, hidden, n, heads, kv_heads, vocab, seq) + body)
 PY
 }
 
+[ -f "$target" ] || truncate_layers "$layers" "$target"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
@@ -65,12 +73,12 @@ start "$dir/plain.log"
 plain_port="$port"
 ports=()
 for n in ${LAYERS:-1 2 4}; do
-  draft="$dir/draft-$dim-$layers-$n.bin"
+  draft="$dir/draft-$dim-$layers-$alpha-$n.bin"
   [ -f "$draft" ] || truncate_layers "$n" "$draft"
   start "$dir/draft-$n.log" --speculative-config "{\"model\":\"$draft\",\"num_speculative_tokens\":$k}"
   ports+=("$n:$port")
 done
-echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); target $dim x $layers layers, vocab $vocab; k=$k"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); target $dim x $layers layers (alpha $alpha), vocab $vocab; k=$k"
 
 python3 - "$plain_port" "$rounds" "$max_tokens" "${ports[@]}" <<'PY'
 import json, sys, threading, time, urllib.request
