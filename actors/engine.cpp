@@ -54,10 +54,11 @@ double attention_cost_of(const model_config& c) {
   return weights > 0 ? attention / (2.0 * weights) : 0.0;
 }
 
-speculation_limits speculation_limits_of(const speculative_config& c) {
+speculation_limits speculation_limits_of(const speculative_config& c, const model& target, const model* draft) {
   speculation_limits l;
   if (c.method != "ngram" && c.method != "draft_model") return l;  // off
   l.draft_model = c.method == "draft_model";
+  if (draft) l.draft_cost = static_cast<double>(model_weight_bytes(*draft)) / std::max<std::uint64_t>(1, model_weight_bytes(target));
   l.num_speculative_tokens = c.num_speculative_tokens;
   l.lookup_max = c.prompt_lookup_max;
   l.lookup_min = c.prompt_lookup_min;
@@ -103,7 +104,7 @@ engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const mod
                                   .min_prefill_chunk = 16,
                                   .attention_cost = attention_cost_of(model_->config),
                                   .max_waiting_per_client = config.max_waiting_per_client,
-                                  .speculation = speculation_limits_of(config.speculative)},
+                                  .speculation = speculation_limits_of(config.speculative, *model_, draft.get())},
                  config.seed >= 0 ? std::optional<std::uint64_t>(config.seed) : std::nullopt),
       executor_(model_, executor_options{config.kv_blocks, config.block_size, config.max_num_batched_tokens,
                                          config.threads, kernels::kernel_table_select(config.kernels),

@@ -10,15 +10,17 @@
 #   load-tests/speculative_draft.sh
 # Env: ROUNDS (default 4), MAX_TOKENS (default 128), LAYERS (drafts' layer counts, default "1 2 4"), ALPHA (0.1),
 #      K (num_speculative_tokens, default 4), SHAPE (target: dim hidden layers heads kv_heads vocab seq, default
-#      "512 1536 12 8 8 32000 1024").
+#      "512 1536 12 8 8 512 1024": stories260K's 512-token vocabulary, so the classifier, which every
+#      draft pass pays in full, stays small beside the layers, as for a real draft of a large target),
+#      TOKENIZER (default tests/data/models/tok512.bin).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 pagedserve="${PAGEDSERVE:-$root/build/pagedserve}"
 rounds="${ROUNDS:-4}"
 max_tokens="${MAX_TOKENS:-128}"
 k="${K:-4}"
-read -r dim hidden layers heads kv vocab seq <<< "${SHAPE:-512 1536 12 8 8 32000 1024}"
-tokenizer="${SHARED:-$root/../shared}/models/tokenizer.bin"
+read -r dim hidden layers heads kv vocab seq <<< "${SHAPE:-512 1536 12 8 8 512 1024}"
+tokenizer="${TOKENIZER:-$root/tests/data/models/tok512.bin}"
 dir=/tmp/spec-draft-bench
 mkdir -p "$dir"
 alpha="${ALPHA:-0.1}"

@@ -14,7 +14,9 @@ constexpr int max_backoff_doublings = 3; // at most 32 << 3 = 256 tokens without
 
 double speculation_break_even(const speculation_limits& limits, const step_cost_model& cost, int n_decodes) {
   const double knee = speculation_knee_rows(limits, cost);
-  return 1.0 / (knee / std::max(1, n_decodes) + 1.0);
+  const int k = std::max(1, limits.num_speculative_tokens);
+  const double drafting = limits.draft_model ? limits.draft_cost * (k + 1) / k : 0.0;
+  return std::min(1.0, 1.0 / (knee / std::max(1, n_decodes) + 1.0) + drafting);
 }
 
 void speculation_observe(speculation_record& r, int n_proposed, int n_accepted, double break_even, int n_generated) {

@@ -4,6 +4,8 @@
 // the sequence a whole decode step: its share of the weight streaming (fixed seconds over the decoding
 // rows) plus its own row. Below the break-even acceptance per proposed token,
 //   per_token / (fixed / n_decodes + per_token) = 1 / (knee / n_decodes + 1),
+// plus, with a draft model, its share of a step per proposal (its k + 1 passes over k proposals, each
+// pass draft_cost of a target step, shared by the same rows),
 // verification costs more than it saves: the sequence stops proposing, and tries again after a
 // back-off (in generated tokens) that doubles each time it is cut again, since a text may start
 // quoting its prompt later on (a model that never quotes, such as stories260K, then pays almost nothing).

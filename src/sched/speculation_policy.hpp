@@ -22,6 +22,9 @@ struct speculation_limits {
   // Proposals come from a draft model run by the executor: the plan holds placeholders for them (as
   // many as the limits allow), which the executed step's drafted tokens replace (adopt_drafted_proposals).
   bool draft_model = false;
+  // The draft model's weight bytes over the target's: each of its passes costs about this share of a
+  // target step (both stream their weights), a cost a proposal adds to its verification row.
+  double draft_cost = 0;
 };
 
 // Rows (decode rows plus proposals) a step may hold while proposals still pay.

@@ -5,6 +5,7 @@
 // invariants hold after every step and every block comes back (also run under ASan and TSan).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <set>
 

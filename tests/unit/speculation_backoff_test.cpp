@@ -21,6 +21,12 @@ TEST(speculation_backoff, break_even_follows_the_knee_and_the_batch) {
     for (int n : {1, 4, 16, 64}) learnt.observe(n, 0, 0.001 + 0.001 * n);
   ASSERT_TRUE(learnt.fitted());
   EXPECT_NEAR(speculation_break_even(l, learnt, 1), 0.5, 1e-6);
+  // A draft model a tenth of the target's size: its 5 passes for 4 proposals add 0.125.
+  l.draft_model = true;
+  l.draft_cost = 0.1;
+  EXPECT_NEAR(speculation_break_even(l, learnt, 1), 0.625, 1e-6);
+  l.draft_cost = 1.0;  // as large as the target: never pays
+  EXPECT_DOUBLE_EQ(speculation_break_even(l, learnt, 1), 1.0);
 }
 
 TEST(speculation_backoff, low_acceptance_cuts_proposals_off_with_a_doubling_back_off) {
