@@ -46,13 +46,14 @@ std::shared_ptr<const model> random_llama(std::uint64_t seed, float noise) {
 
 struct run_result {
   std::map<std::string, test::recorded_request> requests;
-  std::uint64_t n_spec_accepted = 0;
+  std::uint64_t n_spec_accepted = 0, n_spec_drafted = 0;
 };
 
-// Every prompt, `concurrent` at a time, greedy, max_tokens 80; with a draft model when given one.
+// Every prompt, `concurrent` at a time, greedy, max_tokens 80; with a draft model when given one. The
+// engine's status after the run (preemptions, prefix-cache hits) goes to *status when asked.
 run_result run_all(std::shared_ptr<const model> target, std::shared_ptr<const tokenizer> tok,
                    std::shared_ptr<const model> draft, const std::vector<std::string>& prompts, int concurrent,
-                   int budget, int kv_blocks = 128) {
+                   int budget, int kv_blocks = 128, engine_status* status = nullptr) {
   boost::asio::io_context io;
   engine_config cfg;
   cfg.kv_blocks = kv_blocks;
@@ -72,10 +73,14 @@ run_result run_all(std::shared_ptr<const model> target, std::shared_ptr<const to
       test::start_request(e, link, "r" + std::to_string(started), prompts[started], greedy);
     EXPECT_TRUE(test::run_until(io, [&] { return link->n_ended() == static_cast<int>(started); }));
   }
-  run_result r{link->requests(), 0};
-  for (const auto& [id, req] : r.requests) r.n_spec_accepted += req.spec_accepted_tokens;
+  run_result r{link->requests(), 0, 0};
+  for (const auto& [id, req] : r.requests) {
+    r.n_spec_accepted += req.spec_accepted_tokens;
+    r.n_spec_drafted += req.spec_draft_tokens;
+  }
   const engine_status st = test::status_of(io, e);
   EXPECT_EQ(st.kv.blocks_free, st.kv.blocks_total);
+  if (status) *status = st;
   return r;
 }
 
@@ -100,9 +105,25 @@ TEST(engine_draft_speculation, stories260k_drafting_for_itself_gives_the_same_gr
       SCOPED_TRACE("concurrent " + std::to_string(concurrent) + ", budget " + std::to_string(budget));
       const run_result spec = run_all(s.weights, s.vocabulary, s.weights, prompts, concurrent, budget);
       expect_same_outputs(plain, spec, prompts.size());
-      EXPECT_GT(spec.n_spec_accepted, 100u) << "a model drafting for itself has its proposals accepted";
+      // The draft's K/V are the target's (same weights, batch-invariant forward) wherever it reads them,
+      // so every proposal is the target's own greedy choice.
+      EXPECT_GT(spec.n_spec_drafted, 100u);
+      EXPECT_EQ(spec.n_spec_accepted, spec.n_spec_drafted) << "a model drafting for itself had proposals rejected";
     }
   }
+  // Every prompt twice (prefix-cache hits on blocks the first computed) in a pool of 24 blocks of 8
+  // tokens that 6 running sequences overflow (preemption, recompute): the draft's K/V are still the
+  // target's wherever it reads them.
+  std::vector<std::string> twice = prompts;
+  twice.insert(twice.end(), prompts.begin(), prompts.end());
+  engine_status st;
+  const run_result cached = run_all(s.weights, s.vocabulary, s.weights, twice, 6, 16, 24, &st);
+  EXPECT_GT(st.scheduler.preemptions, 0u);
+  EXPECT_GT(st.kv.prefix_cache_hits, 0u);
+  for (std::size_t i = 0; i < twice.size(); ++i)
+    EXPECT_EQ(cached.requests.at("r" + std::to_string(i)).ids, plain.requests.at("r" + std::to_string(i % prompts.size())).ids);
+  EXPECT_GT(cached.n_spec_drafted, 100u);
+  EXPECT_EQ(cached.n_spec_accepted, cached.n_spec_drafted);
 }
 
 TEST(engine_draft_speculation, a_noisy_random_weight_draft_gives_the_target_greedy_output) {
