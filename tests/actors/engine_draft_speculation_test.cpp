@@ -49,11 +49,12 @@ struct run_result {
   std::uint64_t n_spec_accepted = 0, n_spec_drafted = 0;
 };
 
-// Every prompt, `concurrent` at a time, greedy, max_tokens 80; with a draft model when given one. The
-// engine's status after the run (preemptions, prefix-cache hits) goes to *status when asked.
+// Every prompt, `concurrent` at a time, max_tokens 80, greedy unless a temperature is given; with a
+// draft model when given one. The engine's status after the run (preemptions, prefix-cache hits) goes
+// to *status when asked.
 run_result run_all(std::shared_ptr<const model> target, std::shared_ptr<const tokenizer> tok,
                    std::shared_ptr<const model> draft, const std::vector<std::string>& prompts, int concurrent,
-                   int budget, int kv_blocks = 128, engine_status* status = nullptr) {
+                   int budget, int kv_blocks = 128, engine_status* status = nullptr, float temperature = 0) {
   boost::asio::io_context io;
   engine_config cfg;
   cfg.kv_blocks = kv_blocks;
@@ -64,7 +65,7 @@ run_result run_all(std::shared_ptr<const model> target, std::shared_ptr<const to
   e.kv_allocator().check_invariants_on_free(true);
   auto link = std::make_shared<test::recording_link>();
   sampling_params greedy;
-  greedy.temperature = 0;
+  greedy.temperature = temperature;
   greedy.max_tokens = 80;
   std::size_t started = 0;
   while (started < prompts.size()) {
@@ -124,6 +125,20 @@ TEST(engine_draft_speculation, stories260k_drafting_for_itself_gives_the_same_gr
     EXPECT_EQ(cached.requests.at("r" + std::to_string(i)).ids, plain.requests.at("r" + std::to_string(i % prompts.size())).ids);
   EXPECT_GT(cached.n_spec_drafted, 100u);
   EXPECT_EQ(cached.n_spec_accepted, cached.n_spec_drafted);
+}
+
+// Sampled drafts: a model drafting for itself at the request's temperature (no other sampling knob)
+// draws each proposal from q = p, so speculative sampling accepts it with probability min(1, p/q) = 1.
+// A proposal verified against another position's q, or a q that is not what the draft drew from,
+// would be rejected often.
+TEST(engine_draft_speculation, sampled_proposals_of_a_model_drafting_for_itself_are_all_accepted) {
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
+  const auto s = load_stories();
+  const auto prompts = test_prompts(*s.vocabulary, 5);
+  const run_result spec = run_all(s.weights, s.vocabulary, s.weights, prompts, 5, 512, 128, nullptr, 0.8f);
+  EXPECT_GT(spec.n_spec_drafted, 100u);
+  // p and q are one softmax computed twice (float against double): p/q may fall a hair below 1.
+  EXPECT_GE(spec.n_spec_accepted + 2, spec.n_spec_drafted);
 }
 
 TEST(engine_draft_speculation, a_noisy_random_weight_draft_gives_the_target_greedy_output) {
