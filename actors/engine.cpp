@@ -54,9 +54,11 @@ double attention_cost_of(const model_config& c) {
   return weights > 0 ? attention / (2.0 * weights) : 0.0;
 }
 
-speculation_limits speculation_limits_of(const speculative_config& c) {
+speculation_limits speculation_limits_of(const speculative_config& c, const model& target, const model* draft) {
   speculation_limits l;
-  if (c.method != "ngram") return l;  // off
+  if (c.method != "ngram" && c.method != "draft_model") return l;  // off
+  l.draft_model = c.method == "draft_model";
+  if (draft) l.draft_cost = static_cast<double>(model_weight_bytes(*draft)) / std::max<std::uint64_t>(1, model_weight_bytes(target));
   l.num_speculative_tokens = c.num_speculative_tokens;
   l.lookup_max = c.prompt_lookup_max;
   l.lookup_min = c.prompt_lookup_min;
@@ -72,13 +74,20 @@ int context_len_of(const model_config& mc, const engine_config& c) {
   return std::min(model_len, c.kv_blocks * c.block_size);
 }
 
+// A draft model runs at the same positions: the context is the shorter of the two.
+int context_len_of(const model_config& mc, const engine_config& c, const model* draft) {
+  return std::min(context_len_of(mc, c), draft ? draft->config.seq_len : mc.seq_len);
+}
+
 }  // namespace
 
 engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const model> m,
-               std::shared_ptr<const tokenizer> tok, const engine_config& config, std::shared_ptr<const chat_setup> chat)
+               std::shared_ptr<const tokenizer> tok, const engine_config& config, std::shared_ptr<const chat_setup> chat,
+               std::shared_ptr<const model> draft)
     : executor_ex_(ex),
       config_(config),
       model_(std::move(m)),
+      draft_(draft),
       tokenizer_(std::move(tok)),
       stop_ids_(stop_ids_for(*model_, *tokenizer_, chat.get())),
       chat_(std::move(chat)),
@@ -89,19 +98,20 @@ engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const mod
                  scheduler_limits{.max_num_seqs = config.max_num_seqs,
                                   .max_num_batched_tokens = config.max_num_batched_tokens,
                                   // a sequence never outgrows the pool: alone, it always fits
-                                  .context_len = context_len_of(model_->config, config),
+                                  .context_len = context_len_of(model_->config, config, draft.get()),
                                   .max_waiting = config.max_waiting,
                                   .max_decode_slowdown = config.max_decode_slowdown,
                                   .min_prefill_chunk = 16,
                                   .attention_cost = attention_cost_of(model_->config),
                                   .max_waiting_per_client = config.max_waiting_per_client,
-                                  .speculation = speculation_limits_of(config.speculative)},
+                                  .speculation = speculation_limits_of(config.speculative, *model_, draft.get())},
                  config.seed >= 0 ? std::optional<std::uint64_t>(config.seed) : std::nullopt),
       executor_(model_, executor_options{config.kv_blocks, config.block_size, config.max_num_batched_tokens,
                                          config.threads, kernels::kernel_table_select(config.kernels),
                                          kv_cache_type(config.kv_cache_dtype),
                                          std::make_shared<const grammar::token_vocabulary>(
-                                             grammar::token_vocabulary_from(*tokenizer_, stop_ids_))}) {
+                                             grammar::token_vocabulary_from(*tokenizer_, stop_ids_)),
+                                         draft}) {
   max_prompt_bytes_ = 4 * longest_token_bytes(*tokenizer_) * static_cast<std::size_t>(max_sequence_tokens());
   kv_.connect(scheduler_);
   scheduler_.connect(kv_, executor_, &metrics_);
@@ -119,7 +129,7 @@ int engine::default_max_tokens(int n_prompt) const {
   return config_.generation_config == "auto" && cap ? std::min(left, *cap) : left;
 }
 
-int engine::max_sequence_tokens() const { return context_len_of(model_->config, config_); }
+int engine::max_sequence_tokens() const { return context_len_of(model_->config, config_, draft_.get()); }
 
 void engine::report_status(std::function<void(engine_status)> done) {
   // The scheduler's figures first, then the allocator's, each read on its own strand.

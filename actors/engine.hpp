@@ -25,7 +25,8 @@ class engine final : public engine_api {
   // engine's own thread, and the executor has another.
   // chat: the model's chat template (null: `messages` are joined by newlines, as for llama2.c models).
   engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const model> m, std::shared_ptr<const tokenizer> tok,
-         const engine_config& config, std::shared_ptr<const chat_setup> chat = nullptr);
+         const engine_config& config, std::shared_ptr<const chat_setup> chat = nullptr,
+         std::shared_ptr<const model> draft = nullptr);  // speculative decoding's draft model, if any
   ~engine() override;  // stops the engine thread before the actors it runs go away
 
   // The network io_context's executor: request actors make their strands on it.
@@ -71,6 +72,7 @@ class engine final : public engine_api {
   boost::asio::any_io_executor executor_ex_;
   engine_config config_;
   std::shared_ptr<const model> model_;
+  std::shared_ptr<const model> draft_;  // null without a draft model
   std::shared_ptr<const tokenizer> tokenizer_;
   std::vector<token_id> stop_ids_;
   std::shared_ptr<const chat_setup> chat_;

@@ -15,6 +15,9 @@ executor_actor::executor_actor(std::shared_ptr<const model> m, const executor_op
       cache_(model_->config.n_layers, o.n_blocks, o.block_size, model_->config.n_kv_heads, model_->config.head_size(), o.kv_type),
       forward_(*model_, *o.kernels, o.max_tokens_per_step),
       arena_(o.threads > 0 ? o.threads : tbb::task_arena::automatic),
+      draft_(o.draft ? std::make_unique<draft_proposer>(o.draft, *o.kernels, o.n_blocks, o.block_size, o.kv_type,
+                                                        o.max_tokens_per_step)
+                     : nullptr),
       vocabulary_(o.vocabulary),
       log_(actor_logger("exec")) {
   log_->info("KV cache: {} blocks of {} tokens, {} elements, {:.1f} MiB; kernels {}; arena {} threads", o.n_blocks,
@@ -49,7 +52,10 @@ void executor_actor::on(execute_step m) {
   for (request_id id : m.dropped) samplers_.erase(id);
   for (const sequence_started& s : m.started) start_sequence(s);
 
-  for (const auto& [from, to] : m.block_copies) cache_.copy_block(from, to);
+  for (const auto& [from, to] : m.block_copies) {
+    cache_.copy_block(from, to);
+    if (draft_) draft_->copy_block(from, to);
+  }
 
   step_executed reply{m.step, {}, {}};
   const std::size_t chunks = m.sample_for.size();
@@ -64,8 +70,21 @@ void executor_actor::on(execute_step m) {
   }
   std::vector<std::vector<token_id>> chunk_tokens(chunks);
   std::vector<std::vector<std::optional<token_logprobs>>> chunk_logprobs(chunks);
+  draft_proposals drafts;  // a draft model's proposals replace the plan's placeholders
   arena_.execute([&] {
-    float* logits = forward_.run(*m.batch, cache_);
+    const step_batch* batch = m.batch.get();
+    step_batch drafted;
+    if (draft_) {
+      drafted = *m.batch;
+      std::vector<draft_request> requests(chunks);
+      for (std::size_t c = 0; c < chunks; ++c)
+        requests[c] = {m.batch->logits_rows[first_row[c]], static_cast<int>(first_row[c + 1] - first_row[c]) - 1,
+                       chunk_samplers[c]->temperature()};
+      drafts = draft_->propose(drafted, requests);
+      if (!m.proposed.empty()) m.proposed = drafts.tokens;
+      batch = &drafted;
+    }
+    float* logits = forward_.run(*batch, cache_);
     const int vocab = model_->config.vocab_size;
     // Each chunk has its own sampler and random stream, so chunks sample in parallel, in any order,
     // with the same result. Within a chunk, rows go in order: each proposal is verified after the
@@ -78,7 +97,9 @@ void executor_actor::on(execute_step m) {
         float* row = logits + (first_row[c] + k) * vocab;
         std::optional<token_logprobs> lp;
         if (s.wants_logprobs()) lp.emplace();
-        const token_id t = k < proposed.size() ? s.sample_proposed(row, vocab, proposed[k], lp ? &*lp : nullptr)
+        const std::span<const float> q = draft_ && k < proposed.size() ? std::span<const float>(drafts.q[c][k])
+                                                                        : std::span<const float>{};
+        const token_id t = k < proposed.size() ? s.sample_proposed(row, vocab, proposed[k], lp ? &*lp : nullptr, q)
                                                : s.sample(row, vocab, lp ? &*lp : nullptr);
         chunk_tokens[c].push_back(t);
         chunk_logprobs[c].push_back(std::move(lp));
@@ -94,6 +115,7 @@ void executor_actor::on(execute_step m) {
   const auto busy = last_step_end_ - received;
   busy_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(busy).count(), std::memory_order_relaxed);
   reply.compute_seconds = std::chrono::duration<double>(busy).count();
+  if (draft_) reply.drafted = std::move(m.proposed);
   scheduler_->tell(std::move(reply));
 }
 

@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "actors/messages.hpp"
+#include "model/draft_proposer.hpp"
 #include "model/forward.hpp"
 #include "kv/kv_cache.hpp"
 
@@ -37,6 +38,9 @@ struct executor_options {
   // The tokens' bytes for constrained decoding (shared by every request); null: structured output
   // requests are sampled unconstrained.
   std::shared_ptr<const grammar::token_vocabulary> vocabulary;
+  // Speculative decoding's draft model (null: none): it proposes the tokens the plan's verification
+  // chunks hold placeholders for, with its K/V in the same blocks (draft_proposer.hpp).
+  std::shared_ptr<const model> draft;
 };
 
 // Holds the executor's own io_context; a base so it exists before the actor's strand is made on it.
@@ -67,6 +71,7 @@ class executor_actor : private executor_thread_context, public actor<executor_ac
   kv_cache cache_;
   forward_pass forward_;
   tbb::task_arena arena_;
+  std::unique_ptr<draft_proposer> draft_;  // null without a draft model
   std::shared_ptr<const grammar::token_vocabulary> vocabulary_;
   std::unordered_map<request_id, sampler> samplers_;
   mailbox_ref<scheduler_mailbox>* scheduler_ = nullptr;

@@ -94,6 +94,9 @@ struct step_executed {  // from the ExecutorActor
   std::vector<token_id> sampled;
   std::vector<std::optional<token_logprobs>> logprobs;  // parallel to sampled; set where asked
   double compute_seconds = 0;  // the forward pass and sampling (the scheduler's step cost model)
+  // A draft model's proposals, per sampling chunk in plan order (the plan held placeholders); empty
+  // without a draft model.
+  std::vector<std::vector<token_id>> drafted;
 };
 struct report_scheduler_status {  // from the network edge (/health)
   std::function<void(scheduler_status)> reply;

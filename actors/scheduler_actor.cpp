@@ -150,6 +150,7 @@ void scheduler_actor::on(step_executed m) {
                 decodes, prefill, work, 1e3 * state_->cost.predict(work), 1e3 * m.compute_seconds);
   }
   executing_ = false;
+  if (!m.drafted.empty()) adopt_drafted_proposals(state_->scheduled, m.drafted);
   executed_logprobs_ = std::move(m.logprobs);
   send_schedule(schedule_next_step::executed{std::move(m.sampled), m.compute_seconds}, true);
 }

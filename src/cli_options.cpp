@@ -189,7 +189,7 @@ void add_speculative_flag(CLI::App& sub, engine_config& e) {
            e.speculative = speculative_config_parse(json, errors);
            cli_throw_if_any(errors);
          },
-         R"(speculative decoding, e.g. '{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_max":4}')")
+         R"(speculative decoding, e.g. '{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_max":4}' or a draft model with the same tokenizer, '{"model":"draft.bin","num_speculative_tokens":4}')")
       ->type_name("JSON")
       ->group("Engine");
 }

@@ -27,6 +27,7 @@
 #include "net/access_policy.hpp"
 #include "net/graceful_shutdown.hpp"
 #include "model/served_model.hpp"
+#include "draft_model_load.hpp"
 #include "model/generator.hpp"
 #include "kv/kv_cache.hpp"
 #include "net/server.hpp"
@@ -111,18 +112,23 @@ class network_threads {
 // The engine (actors and KV pool) for a loaded model, its phase logged; c.kv_blocks is filled in when
 // the config left it to kv_cache_memory (kv_pool_plan.hpp).
 std::expected<void, std::string> start_engine(std::optional<engine>& e, boost::asio::io_context& io,
-                                              const served_model& lm, engine_config& c) {
+                                              const served_model& lm, engine_config& c,
+                                              std::shared_ptr<const model> draft = nullptr) {
   load_phase phase("allocating the KV pool");
   const model_config& mc = lm.weights->config;
-  const std::uint64_t bytes_per_token = kv_cache::bytes_per_token(mc.n_layers, mc.n_kv_heads, mc.head_size(),
-                                                                   kv_cache_type(c.kv_cache_dtype));
+  std::uint64_t bytes_per_token = kv_cache::bytes_per_token(mc.n_layers, mc.n_kv_heads, mc.head_size(),
+                                                             kv_cache_type(c.kv_cache_dtype));
+  if (draft) {  // a draft model's K/V sit in the same blocks: each block holds both (draft_proposer.hpp)
+    const model_config& dc = draft->config;
+    bytes_per_token += kv_cache::bytes_per_token(dc.n_layers, dc.n_kv_heads, dc.head_size(), kv_cache_type(c.kv_cache_dtype));
+  }
   const int context_len = c.max_model_len > 0 ? std::min(c.max_model_len, mc.seq_len) : mc.seq_len;
   auto plan = kv_pool_plan_make(c, bytes_per_token, context_len, mem_available_bytes());
   if (!plan) return std::unexpected(plan.error());
   c.kv_blocks = plan->blocks;
   const std::uint64_t pool = bytes_per_token * static_cast<std::uint64_t>(c.kv_blocks) * c.block_size;
   spdlog::info("KV pool: {} blocks, {}, sized by {}", c.kv_blocks, bytes_text(pool), plan->why);
-  e.emplace(io.get_executor(), lm.weights, lm.vocabulary, c, lm.chat);
+  e.emplace(io.get_executor(), lm.weights, lm.vocabulary, c, lm.chat, std::move(draft));
   phase.finish(fmt::format("allocated the KV pool ({} blocks of {} tokens, {}, {}) and started the engine",
                            c.kv_blocks, c.block_size, c.kv_cache_dtype, bytes_text(pool)));
   return {};
@@ -163,7 +169,12 @@ int run_serve(const cli_options& o) {
     }
     const served_model& lm = *loaded;
     progress.throw_if_cancelled();
-    if (auto started = start_engine(e, io, lm, c.engine); !started) {
+    auto draft = draft_model_load(c, lm);
+    if (!draft) {
+      spdlog::error("{}", draft.error());
+      return 1;
+    }
+    if (auto started = start_engine(e, io, lm, c.engine, *draft); !started) {
       spdlog::error("{}", started.error());
       return 1;
     }

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -74,7 +75,10 @@ class sampler {
   // lookup) proposed `proposed`; the result equals `proposed` when the proposal is accepted. Greedy:
   // sample() itself; else speculative sampling against the distribution sample() would draw from,
   // so the output's distribution is exactly sample()'s. Remembers the result for the penalties.
-  token_id sample_proposed(float* logits, int n_vocab, token_id proposed, token_logprobs* logprobs_out = nullptr);
+  // A draft model's proposal passes the distribution q [n_vocab] it was drawn from (empty: a point mass).
+  token_id sample_proposed(float* logits, int n_vocab, token_id proposed, token_logprobs* logprobs_out = nullptr,
+                           std::span<const float> q = {});
+  float temperature() const { return temperature_; }  // <= 0: greedy
 
  private:
   void apply_penalties_and_bias(float* logits, int n_vocab) const;

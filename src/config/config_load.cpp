@@ -137,9 +137,12 @@ std::vector<std::string> config_validate(const config& c) {
   std::vector<std::string> e;
   const speculative_config& spec = c.engine.speculative;
   if (!spec.method.empty()) {
-    if (spec.method != "ngram")
-      e.push_back("engine.speculative_config: method \"" + spec.method +
-                  "\" is not supported (only \"ngram\"; a draft model is not built yet)");
+    if (spec.method != "ngram" && spec.method != "draft_model")
+      e.push_back("engine.speculative_config: method \"" + spec.method + "\" is not supported (\"ngram\" or \"draft_model\")");
+    if (spec.method == "draft_model" && spec.model.empty())
+      e.push_back("engine.speculative_config: method \"draft_model\" needs \"model\" (the draft model's path)");
+    if (spec.method == "ngram" && !spec.model.empty())
+      e.push_back("engine.speculative_config: \"model\" is a draft model, for method \"draft_model\", not \"ngram\"");
     if (spec.num_speculative_tokens < 1 || spec.num_speculative_tokens > 16)
       e.push_back("engine.speculative_config.num_speculative_tokens must be 1..16");
     if (spec.max_batch_rows < 0) e.push_back("engine.speculative_config.max_batch_rows must be 0 (learnt) or positive");

@@ -3,6 +3,7 @@
 // template with its special tokens. One loader for every format (llama2.c .bin + tokenizer .bin, or a
 // Hugging Face folder with tokenizer.json and tokenizer_config.json).
 #include <expected>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,5 +38,8 @@ struct served_model {
 // cancel the load (throws load_cancelled).
 std::expected<served_model, std::string> served_model_load(const model_paths& paths,
                                                            load_progress* progress = nullptr);
+
+// Whether the file starts with the GGUF magic (a GGUF carries its own tokenizer).
+bool gguf_file_is(const std::filesystem::path& path);
 
 }  // namespace pagedserve

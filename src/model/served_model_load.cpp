@@ -12,7 +12,6 @@
 #include "model/model_load.hpp"
 
 namespace pagedserve {
-namespace {
 
 bool gguf_file_is(const std::filesystem::path& path) {
   std::error_code ec;
@@ -22,6 +21,8 @@ bool gguf_file_is(const std::filesystem::path& path) {
   in.read(magic, sizeof magic);
   return in.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0;
 }
+
+namespace {
 
 // A GGUF file carries its tokenizer and chat template; the model's EOS ids came from it already.
 std::expected<served_model, std::string> served_gguf(const std::filesystem::path& path,

@@ -158,7 +158,8 @@ void sampler::record(token_id chosen) {
   if (repetition_ != 1.0f) seen_[chosen] = true;
 }
 
-token_id sampler::sample_proposed(float* logits, int n, token_id proposed, token_logprobs* logprobs_out) {
+token_id sampler::sample_proposed(float* logits, int n, token_id proposed, token_logprobs* logprobs_out,
+                                  std::span<const float> q) {
   // Greedy: the argmax, exactly what sample() picks, so speculation never changes a greedy output.
   if (temperature_ <= 0.0f) return sample(logits, n, logprobs_out);
   std::vector<float> raw;
@@ -171,7 +172,7 @@ token_id sampler::sample_proposed(float* logits, int n, token_id proposed, token
   for (std::size_t i = 0; i < keep; ++i) mass += candidates_[i].first;
   target_.assign(n, 0.0f);
   for (std::size_t i = 0; i < keep; ++i) target_[candidates_[i].second] = candidates_[i].first / mass;
-  const token_id chosen = speculative_sample(target_, {}, proposed, rng_);
+  const token_id chosen = speculative_sample(target_, q, proposed, rng_);
   if (!raw.empty()) fill_logprobs(raw.data(), n, chosen, n_logprobs_, *logprobs_out);
   record(chosen);
   return chosen;

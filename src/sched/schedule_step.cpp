@@ -93,11 +93,14 @@ std::optional<std::optional<request_id>> admission_of(const scheduler_state& sta
 
 // Tokens n-gram lookup proposes after s's last token, at most n_max, and never past what s may still
 // generate (max_tokens) or hold (the context). None for a structured-output request: its constraint
-// masks each step's logits, which proposals verified in one step would bypass.
+// masks each step's logits, which proposals verified in one step would bypass. None while the
+// sequence backs off after its proposals were mostly rejected (speculation_backoff.hpp).
 std::vector<token_id> proposals_for(const scheduler_limits& limits, const sequence& s, int n_max) {
   if (n_max <= 0 || s.params->format.type != output_format::kind::none) return {};
+  if (!speculation_may_propose(s.spec_record, s.n_generated())) return {};
   const int n_tokens = static_cast<int>(s.tokens.size());
   n_max = std::min({n_max, s.params->max_tokens - s.n_generated() - 1, limits.context_len - n_tokens});
+  if (limits.speculation.draft_model) return std::vector<token_id>(std::max(0, n_max), token_id{0});  // placeholders
   return ngram_propose(s.tokens, {limits.speculation.lookup_max, limits.speculation.lookup_min}, n_max);
 }
 
@@ -217,9 +220,24 @@ step_plan schedule_step(scheduler_state& state, block_manager& blocks) {
   return plan;
 }
 
+void adopt_drafted_proposals(std::vector<step_chunk>& scheduled, const std::vector<std::vector<token_id>>& drafted) {
+  std::size_t next = 0;
+  for (step_chunk& c : scheduled) {
+    if (!c.samples) continue;
+    ps_check(next < drafted.size() && drafted[next].size() == c.proposed.size(),
+             "drafted proposals do not match the plan's placeholders");
+    c.proposed = drafted[next++];
+  }
+  ps_check(next == drafted.size(), "drafted proposals for no sampling chunk");
+}
+
 step_result apply_step_result(scheduler_state& state, block_manager& blocks, const std::vector<token_id>& sampled,
                               double seconds) {
   observe_step_time(state.cost, state.scheduled, seconds);
+  const auto n_decodes = std::ranges::count_if(state.scheduled, [](const step_chunk& c) {
+    return c.samples && !c.admitted && c.n_tokens == 1 + static_cast<int>(c.proposed.size());
+  });
+  const double break_even = speculation_break_even(state.limits.speculation, state.cost, static_cast<int>(n_decodes));
   step_result result;
   const int block_size = blocks.block_size();
   std::size_t next_sample = 0;
@@ -249,6 +267,7 @@ step_result apply_step_result(scheduler_state& state, block_manager& blocks, con
     if (!c.samples) continue;
     s.n_spec_draft_tokens += static_cast<int>(c.proposed.size());
     s.n_spec_accepted_tokens += n_accepted;
+    speculation_observe(s.spec_record, static_cast<int>(c.proposed.size()), n_accepted, break_even, s.n_generated());
     // Stop rules token by token: a stop token or max_tokens may end the run early.
     const int n_before = static_cast<int>(s.tokens.size()) - n_sampled;
     sequence_update u{c.id, {}, std::nullopt, {}, n_sampled, static_cast<int>(c.proposed.size()), n_accepted};

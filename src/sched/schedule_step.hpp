@@ -44,6 +44,10 @@ struct step_result {
   blocks_freed freed;                    // the sequences that finished
 };
 
+// With a draft model (speculation_limits::draft_model): the executed step's proposals, one list per
+// sampling chunk in plan order, replace the placeholders the plan verified; before apply_step_result.
+void adopt_drafted_proposals(std::vector<step_chunk>& scheduled, const std::vector<std::vector<token_id>>& drafted);
+
 // The step in state.scheduled was executed: `sampled` holds one token per sampling chunk, in plan
 // order, and it took `seconds` (the step cost model learns from it).
 step_result apply_step_result(scheduler_state& state, block_manager& blocks, const std::vector<token_id>& sampled,

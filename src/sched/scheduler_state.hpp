@@ -13,6 +13,7 @@
 #include "pagedserve/ids.hpp"
 #include "pagedserve/request.hpp"
 #include "pagedserve/sampling.hpp"
+#include "sched/speculation_backoff.hpp"
 #include "sched/speculation_policy.hpp"
 #include "sched/step_cost_model.hpp"
 
@@ -56,6 +57,7 @@ struct sequence {
   bool awaiting_samples = false;
   int n_spec_draft_tokens = 0;     // proposals verified so far (usage)
   int n_spec_accepted_tokens = 0;  // of which accepted
+  speculation_record spec_record;  // recent acceptance; proposals cut off while it does not pay
 
   int n_generated() const { return static_cast<int>(tokens.size()) - n_prompt; }
 };

@@ -19,6 +19,12 @@ struct speculation_limits {
   // Rows a step may hold before verification stops paying, until the step cost model has learnt it.
   int knee_rows_prior = 32;
   int fixed_knee_rows = 0;  // set: this bound instead of the learnt one (tests, benchmarks)
+  // Proposals come from a draft model run by the executor: the plan holds placeholders for them (as
+  // many as the limits allow), which the executed step's drafted tokens replace (adopt_drafted_proposals).
+  bool draft_model = false;
+  // The draft model's weight bytes over the target's: each of its passes costs about this share of a
+  // target step (both stream their weights), a cost a proposal adds to its verification row.
+  double draft_cost = 0;
 };
 
 // Rows (decode rows plus proposals) a step may hold while proposals still pay.

@@ -27,6 +27,7 @@ struct recorded_request {
   int n_final = 0;            // done + error frames: must end at exactly 1
   int completion_tokens = 0;
   int spec_accepted_tokens = 0;  // done's timings, when speculative decoding ran
+  int spec_draft_tokens = 0;     // of how many proposed
 };
 
 class recording_link : public std::enable_shared_from_this<recording_link> {
@@ -53,6 +54,8 @@ class recording_link : public std::enable_shared_from_this<recording_link> {
       int64_t accepted = 0;
       if (e["timings"]["spec_accepted_tokens"].get(accepted) == simdjson::SUCCESS)
         r.spec_accepted_tokens = static_cast<int>(accepted);
+      int64_t drafted = 0;
+      if (e["timings"]["spec_draft_tokens"].get(drafted) == simdjson::SUCCESS) r.spec_draft_tokens = static_cast<int>(drafted);
     } else {
       ++r.n_final;
       r.error_code = std::string_view(e["code"]);

@@ -130,11 +130,16 @@ TEST(config, the_speculative_config_is_read_and_checked) {
   ASSERT_FALSE(wrong.has_value());
   EXPECT_EQ(wrong.error().size(), 2u);
   std::vector<std::string> errors;
-  // vLLM's inference: proposals alone are n-gram lookup, a model a draft model (refused for now).
+  // vLLM's inference: proposals alone are n-gram lookup, a model a draft model.
   EXPECT_EQ(speculative_config_parse(R"({"num_speculative_tokens":4})", errors).method, "ngram");
   config draft;
   draft.engine.speculative = speculative_config_parse(R"({"model":"d.bin","num_speculative_tokens":4})", errors);
   EXPECT_TRUE(errors.empty());
+  EXPECT_EQ(draft.engine.speculative.method, "draft_model");
+  EXPECT_TRUE(config_validate(draft).empty());
+  draft.engine.speculative.model.clear();  // a draft model method without its model
+  EXPECT_EQ(config_validate(draft).size(), 1u);
+  draft.engine.speculative = speculative_config_parse(R"({"method":"ngram","model":"d.bin","num_speculative_tokens":4})", errors);
   EXPECT_EQ(config_validate(draft).size(), 1u);
   config none;
   none.engine.speculative = speculative_config_parse("{}", errors);

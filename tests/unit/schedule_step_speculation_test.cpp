@@ -5,6 +5,7 @@
 // invariants hold after every step and every block comes back (also run under ASan and TSan).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -158,12 +159,25 @@ std::vector<token_id> play_executor(const std::vector<step_chunk>& chunks, std::
   return sampled;
 }
 
+// A draft model's part: the plan's placeholders become random tokens from the alphabet.
+void play_draft(std::vector<step_chunk>& scheduled, std::mt19937& rng) {
+  std::vector<std::vector<token_id>> drafted;
+  for (const step_chunk& c : scheduled) {
+    if (!c.samples) continue;
+    drafted.emplace_back(c.proposed.size());
+    for (token_id& t : drafted.back()) t = std::uniform_int_distribution<int>(3, 6)(rng);
+  }
+  adopt_drafted_proposals(scheduled, drafted);
+}
+
 TEST(schedule_step_speculation, a_thousand_random_speculative_requests_with_cancels_keep_the_pool_sound) {
-  for (const bool prefix_caching : {false, true}) {
+  for (const auto [prefix_caching, draft_model] : {std::pair{false, false}, {true, false}, {false, true}, {true, true}}) {
     SCOPED_TRACE(prefix_caching ? "prefix caching" : "no prefix caching");
+    SCOPED_TRACE(draft_model ? "draft model" : "n-gram");
     constexpr int block_size = 4, n_blocks = 40;
     scheduler_limits limits = speculative_limits(4, 24);
     limits.context_len = 64;
+    limits.speculation.draft_model = draft_model;
     test::scheduling p(limits, n_blocks, block_size, prefix_caching);
     std::mt19937 rng(prefix_caching ? 3 : 17);
     auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
@@ -188,6 +202,11 @@ TEST(schedule_step_speculation, a_thousand_random_speculative_requests_with_canc
       for (const sequence_update& u : plan.finished) live.erase(u.id.value);
       for (const step_chunk& c : plan.chunks)
         for (int pos = c.first; pos < c.first + c.n_tokens; ++pos) ASSERT_LT(pos, limits.context_len);
+      if (draft_model) {
+        for (const step_chunk& c : p.state.scheduled)  // placeholders, as many as allowed
+          ASSERT_TRUE(std::ranges::all_of(c.proposed, [](token_id t) { return t == token_id{0}; }));
+        play_draft(p.state.scheduled, rng);
+      }
       const step_result r = p.run(play_executor(p.state.scheduled, rng));
       ASSERT_EQ(p.blocks.find_invariant_violation(), std::nullopt);
       ASSERT_TRUE(r.freed.faults.empty());
