@@ -8,9 +8,9 @@
 #include "pagedserve/check.hpp"
 
 namespace pagedserve {
-executor_actor::executor_actor(std::shared_ptr<const model> m, const executor_options& o)
-    : actor(context.get_executor()),
-      work_(context.get_executor()),
+executor_actor::executor_actor(const boost::asio::any_io_executor& ex, std::shared_ptr<const model> m,
+                               const executor_options& o)
+    : actor(ex),
       model_(std::move(m)),
       cache_(model_->config.n_layers, o.n_blocks, o.block_size, model_->config.n_kv_heads, model_->config.head_size(), o.kv_type),
       forward_(*model_, *o.kernels, o.max_tokens_per_step),
@@ -19,13 +19,6 @@ executor_actor::executor_actor(std::shared_ptr<const model> m, const executor_op
       log_(actor_logger("exec")) {
   log_->info("KV cache: {} blocks of {} tokens, {} elements, {:.1f} MiB; kernels {}; arena {} threads", o.n_blocks,
              o.block_size, dtype_name(cache_.type()), cache_.bytes() / 1048576.0, kernels::isa_name(o.kernels->which), arena_.max_concurrency());
-  thread_ = std::thread([this] { context.run(); });
-}
-
-executor_actor::~executor_actor() {
-  work_.reset();
-  context.stop();
-  if (thread_.joinable()) thread_.join();
 }
 
 void executor_actor::start_sequence(const sequence_started& s) {
