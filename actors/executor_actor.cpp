@@ -37,10 +37,12 @@ void executor_actor::start_sequence(const sequence_started& s) {
 
 void executor_actor::on(execute_step m) {
   using clock = std::chrono::steady_clock;
-  // The previous step's tokens woke request actors and sockets on the network threads: let them have
-  // this core before the forward pass takes every core, as the thread hand-off between two steps
-  // did when the executor had a thread of its own (costs a system call when nothing waits).
-  if (m.follows_step) std::this_thread::yield();
+  // The previous step's tokens woke request actors and sockets on the network threads. Steps of a few
+  // milliseconds leave them time (they preempt a kernel thread), but a step shorter than a scheduler
+  // tick (a tiny model) would follow the next without ever letting them run, and a stream would reach
+  // its client as one chunk: then hand them this core first. A yield under load costs a time slice,
+  // so real models' steps never take it.
+  if (m.follows_step && last_step_busy_ < std::chrono::milliseconds(1)) std::this_thread::yield();
   const auto received = clock::now();
   if (m.follows_step && last_step_end_ != clock::time_point{})
     gap_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(received - last_step_end_).count(),
@@ -91,6 +93,7 @@ void executor_actor::on(execute_step m) {
   }
   last_step_end_ = clock::now();
   const auto busy = last_step_end_ - received;
+  last_step_busy_ = busy;
   busy_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(busy).count(), std::memory_order_relaxed);
   reply.compute_seconds = std::chrono::duration<double>(busy).count();
   scheduler_->tell(std::move(reply));

@@ -66,6 +66,7 @@ class executor_actor : public actor<executor_actor, executor_mailbox> {
   std::shared_ptr<spdlog::logger> log_;
   std::atomic<std::uint64_t> busy_ns_{0}, gap_ns_{0};
   std::chrono::steady_clock::time_point last_step_end_{};
+  std::chrono::steady_clock::duration last_step_busy_{};  // the last step's compute time
 };
 
 }  // namespace pagedserve

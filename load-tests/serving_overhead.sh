@@ -2,8 +2,10 @@
 # Issue 23's serving overhead at one stream: the server's decode rate (1000 / median TPOT, over
 # WebSocket and over HTTP SSE) against bench_decode's tok/s for the same weights, measured in the
 # same run, one after the other, for one or two builds alternating (A B A B ...). Prints every
-# round and, per build, the ratio of the best server rate to the best bench_decode rate, with the
-# executor's idle share between steps (/health's executor_gap_seconds over busy + gap).
+# round and, per build, the ratio of the best server rate to the best bench_decode rate. Per round also
+# the executor's mean idle time between two steps (/health's executor_gap_seconds over steps) and the
+# server's voluntary context switches per WebSocket token (threads that went to sleep and had to be
+# woken), two figures the machine's load moves far less than tok/s.
 #   load-tests/serving_overhead.sh                      # this tree's build/, 3 rounds
 #   load-tests/serving_overhead.sh /work/main/build build   # main's build against this one
 #   ROUNDS=5 QUANT=int8 load-tests/serving_overhead.sh A B
@@ -29,9 +31,13 @@ median_tpot_rate() {  # loadgen results JSON -> 1000 / median TPOT (tok/s of one
   python3 -c 'import json,sys; l=json.load(open(sys.argv[1]))["levels"][0]; print("%.1f" % (1000.0 / l["median_tpot_ms"]))' "$1"
 }
 
-gap_share() {  # the executor's idle share between back-to-back steps, from /health
+gap_per_step() {  # the executor's mean idle time between two steps, in microseconds, from /health
   curl -s "http://127.0.0.1:$port/health" |
-    python3 -c 'import json,sys; h=json.load(sys.stdin); b=h["executor_busy_seconds"]; g=h["executor_gap_seconds"]; print("%.3f" % (g / (b + g) if b + g > 0 else 0))'
+    python3 -c 'import json,sys; h=json.load(sys.stdin); print("%.0f" % (1e6 * h["executor_gap_seconds"] / max(1, h["steps"])))'
+}
+
+switches() {  # the server's voluntary context switches so far, all threads (each a thread that blocked)
+  cat /proc/"$server"/task/*/status | awk '/^voluntary_ctxt_switches/ { n += $2 } END { print n }'
 }
 
 for round in $(seq 1 "$rounds"); do
@@ -47,14 +53,18 @@ print("%.1f" % (1e3 / float(rows[0][2])))')"  # real_time column, ms per step
       --kv-blocks 2048 --max-num-seqs 64 --max-num-batched-tokens 512
     common=(--concurrency 1 --num-requests "$requests" --prompt-tokens 101 --max-tokens 128 --ignore-eos
       --tokenizer "$tokenizer")
+    before="$(switches)"
     "$b/loadgen" --target "ws://127.0.0.1:$port/v1/ws" "${common[@]}" --out "$out/ws.json" > /dev/null
+    per_token="$(python3 -c 'import sys; print("%.1f" % ((int(sys.argv[2]) - int(sys.argv[1])) / (int(sys.argv[3]) * 128)))' \
+      "$before" "$(switches)" "$requests")"
     "$b/loadgen" --target "http://127.0.0.1:$port/v1/completions" "${common[@]}" --out "$out/sse.json" > /dev/null
     ws="$(median_tpot_rate "$out/ws.json")"
     sse="$(median_tpot_rate "$out/sse.json")"
-    gap="$(gap_share)"
+    gap="$(gap_per_step)"
     stop_server
     load="$(cut -d' ' -f1 /proc/loadavg)"
-    echo "round $round build $i ($b): bench_decode $bench tok/s, ws $ws, sse $sse, executor gap $gap, load $load"
+    echo "round $round build $i ($b): bench_decode $bench tok/s, ws $ws, sse $sse; between steps ${gap} us," \
+      "$per_token thread blocks per ws token; load $load"
     echo "$i $bench $ws $sse" >> "$out/rows"
   done
 done
