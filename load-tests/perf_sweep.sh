@@ -60,7 +60,8 @@ start_server "$results/$name-server.log" --model "$model" --tokenizer "$tokenize
 # The roofline column: each level's decode rate against the memory traffic of its steps, with the
 # bandwidth measured now (it drifts on a VM). A request attends its 101 prompt positions plus, on
 # average, half its 128 outputs.
-read -r _ weight_bytes _ gbps _ _ _ kv_bytes < <("$decode_limit" "$model" --quantization "$quant" --kv-cache-dtype "$kv_dtype")
+read -r _ weight_bytes _ gbps _ _ _ kv_bytes < <("$decode_limit" "$model" --quantization "$quant" --kv-cache-dtype "$kv_dtype" |
+  grep '^active_bytes_per_token')
 python3 - "$results/$name-ws.json" "$weight_bytes" "$gbps" "$kv_bytes" <<'PY'
 import json, sys
 levels = json.load(open(sys.argv[1]))["levels"]
