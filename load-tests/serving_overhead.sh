@@ -9,7 +9,8 @@
 #   load-tests/serving_overhead.sh                      # this tree's build/, 3 rounds
 #   load-tests/serving_overhead.sh /work/main/build build   # main's build against this one
 #   ROUNDS=5 QUANT=int8 load-tests/serving_overhead.sh A B
-# The model is the random-weight s110m ($MODEL_DIR/s110m.bin, written once), int8 weights.
+# The model is the random-weight s110m ($MODEL_DIR/s110m.bin, written once), int8 weights; then
+# (TINY=0 skips it) stories260K through the server alone, where the per-token path dominates.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 shared="${SHARED:-$root/../shared}"
@@ -73,3 +74,21 @@ echo "per build, best of $rounds: server / bench_decode"
 awk '{ if ($2 > b[$1]) b[$1] = $2; if ($3 > w[$1]) w[$1] = $3; if ($4 > s[$1]) s[$1] = $4 }
      END { for (i in b) printf "build %s: bench_decode %.1f, ws %.1f (%.3f), sse %.1f (%.3f)\n", i, b[i], w[i], w[i] / b[i], s[i], s[i] / b[i] }' \
   "$out/rows" | sort
+
+# stories260K (tests/data/models): a step of ~0.1 ms, so the per-token path outside the forward pass
+# is most of a token's time and a change to it shows through the machine's noise. Server only.
+[ "${TINY:-1}" = 1 ] || exit 0
+for round in $(seq 1 "$rounds"); do
+  for i in "${!builds[@]}"; do
+    b="${builds[$i]}"
+    pagedserve="$b/pagedserve"
+    start_server "$out/tiny.log" --model "$root/tests/data/models/stories260K.bin" \
+      --tokenizer "$root/tests/data/models/tok512.bin"
+    "$b/loadgen" --target "ws://127.0.0.1:$port/v1/ws" --concurrency 1 --num-requests 8 --prompt-tokens 32 \
+      --max-tokens 256 --ignore-eos --tokenizer "$root/tests/data/models/tok512.bin" --out "$out/tiny.json" > /dev/null
+    gap="$(gap_per_step)"
+    stop_server
+    echo "stories260K round $round build $i: ws $(median_tpot_rate "$out/tiny.json") tok/s; between steps ${gap} us;" \
+      "load $(cut -d' ' -f1 /proc/loadavg)"
+  done
+done
