@@ -11,7 +11,8 @@
 #   ROUNDS=5 QUANT=int8 load-tests/serving_overhead.sh A B
 # The model is the random-weight s110m ($MODEL_DIR/s110m.bin, written once), int8 weights; then
 # (TINY=0 skips it) stories260K through the server alone, where the per-token path dominates.
-set -euo pipefail
+set -Eeuo pipefail
+trap 'echo "serving_overhead.sh: line $LINENO failed (exit $?)" >&2' ERR
 root="$(cd "$(dirname "$0")/.." && pwd)"
 shared="${SHARED:-$root/../shared}"
 tokenizer="$shared/models/tokenizer.bin"
