@@ -97,12 +97,11 @@ engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const mod
                                   .max_waiting_per_client = config.max_waiting_per_client,
                                   .speculation = speculation_limits_of(config.speculative)},
                  config.seed >= 0 ? std::optional<std::uint64_t>(config.seed) : std::nullopt),
-      executor_(engine_thread_.executor(), model_,
-                executor_options{config.kv_blocks, config.block_size, config.max_num_batched_tokens,
-                                 config.threads, kernels::kernel_table_select(config.kernels),
-                                 kv_cache_type(config.kv_cache_dtype),
-                                 std::make_shared<const grammar::token_vocabulary>(
-                                     grammar::token_vocabulary_from(*tokenizer_, stop_ids_))}) {
+      executor_(engine_thread_.executor(), model_, executor_options{config.kv_blocks, config.block_size, config.max_num_batched_tokens,
+                                         config.threads, kernels::kernel_table_select(config.kernels),
+                                         kv_cache_type(config.kv_cache_dtype),
+                                         std::make_shared<const grammar::token_vocabulary>(
+                                             grammar::token_vocabulary_from(*tokenizer_, stop_ids_))}) {
   max_prompt_bytes_ = 4 * longest_token_bytes(*tokenizer_) * static_cast<std::size_t>(max_sequence_tokens());
   kv_.connect(scheduler_);
   scheduler_.connect(kv_, executor_, &metrics_);
