@@ -1,7 +1,7 @@
 #pragma once
 // An io_context with one thread of its own, for actors that must not wait behind network work: the
-// scheduler and the KV allocator turn an executed step into the next one while request actors and
-// sockets are busy on the network threads, so the executor is not left idle between steps.
+// scheduler, the KV allocator and the executor turn an executed step into the next one while request
+// actors and sockets are busy on the network threads, so no step waits for a thread to be woken.
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>

@@ -106,7 +106,7 @@ engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const mod
                                   .max_waiting_per_client = config.max_waiting_per_client,
                                   .speculation = speculation_limits_of(config.speculative, *model_, draft.get())},
                  config.seed >= 0 ? std::optional<std::uint64_t>(config.seed) : std::nullopt),
-      executor_(model_, executor_options{config.kv_blocks, config.block_size, config.max_num_batched_tokens,
+      executor_(engine_thread_.executor(), model_, executor_options{config.kv_blocks, config.block_size, config.max_num_batched_tokens,
                                          config.threads, kernels::kernel_table_select(config.kernels),
                                          kv_cache_type(config.kv_cache_dtype),
                                          std::make_shared<const grammar::token_vocabulary>(

@@ -21,8 +21,8 @@ namespace pagedserve {
 
 class engine final : public engine_api {
  public:
-  // Request actors run on `ex` (the network io_context); the scheduler and the KV allocator share the
-  // engine's own thread, and the executor has another.
+  // Request actors run on `ex` (the network io_context); the scheduler, the KV allocator and the
+  // executor share the engine's own thread, so one step follows another without a thread hand-off.
   // chat: the model's chat template (null: `messages` are joined by newlines, as for llama2.c models).
   engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const model> m, std::shared_ptr<const tokenizer> tok,
          const engine_config& config, std::shared_ptr<const chat_setup> chat = nullptr,

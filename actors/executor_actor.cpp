@@ -2,15 +2,17 @@
 
 #include <tbb/parallel_for.h>
 
+#include <thread>
+
 #include "actors/logger.hpp"
 #include "grammar/grammar_constraint.hpp"
 #include "grammar/output_format_compiler.hpp"
 #include "pagedserve/check.hpp"
 
 namespace pagedserve {
-executor_actor::executor_actor(std::shared_ptr<const model> m, const executor_options& o)
-    : actor(context.get_executor()),
-      work_(context.get_executor()),
+executor_actor::executor_actor(const boost::asio::any_io_executor& ex, std::shared_ptr<const model> m,
+                               const executor_options& o)
+    : actor(ex),
       model_(std::move(m)),
       cache_(model_->config.n_layers, o.n_blocks, o.block_size, model_->config.n_kv_heads, model_->config.head_size(), o.kv_type),
       forward_(*model_, *o.kernels, o.max_tokens_per_step),
@@ -22,13 +24,6 @@ executor_actor::executor_actor(std::shared_ptr<const model> m, const executor_op
       log_(actor_logger("exec")) {
   log_->info("KV cache: {} blocks of {} tokens, {} elements, {:.1f} MiB; kernels {}; arena {} threads", o.n_blocks,
              o.block_size, dtype_name(cache_.type()), cache_.bytes() / 1048576.0, kernels::isa_name(o.kernels->which), arena_.max_concurrency());
-  thread_ = std::thread([this] { context.run(); });
-}
-
-executor_actor::~executor_actor() {
-  work_.reset();
-  context.stop();
-  if (thread_.joinable()) thread_.join();
 }
 
 void executor_actor::start_sequence(const sequence_started& s) {
@@ -45,6 +40,12 @@ void executor_actor::start_sequence(const sequence_started& s) {
 
 void executor_actor::on(execute_step m) {
   using clock = std::chrono::steady_clock;
+  // The previous step's tokens woke request actors and sockets on the network threads. Steps of a few
+  // milliseconds leave them time (they preempt a kernel thread), but a step shorter than a scheduler
+  // tick (a tiny model) would follow the next without ever letting them run, and a stream would reach
+  // its client as one chunk: then hand them this core first. A yield under load costs a time slice,
+  // so real models' steps never take it.
+  if (m.follows_step && last_step_busy_ < std::chrono::milliseconds(1)) std::this_thread::yield();
   const auto received = clock::now();
   if (m.follows_step && last_step_end_ != clock::time_point{})
     gap_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(received - last_step_end_).count(),
@@ -113,6 +114,7 @@ void executor_actor::on(execute_step m) {
   }
   last_step_end_ = clock::now();
   const auto busy = last_step_end_ - received;
+  last_step_busy_ = busy;
   busy_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(busy).count(), std::memory_order_relaxed);
   reply.compute_seconds = std::chrono::duration<double>(busy).count();
   if (draft_) reply.drafted = std::move(m.proposed);

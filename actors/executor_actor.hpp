@@ -1,7 +1,9 @@
 #pragma once
 // ExecutorActor: runs one forward pass per execute_step over the step's flat batch and samples the
-// rows asked for. It runs on its own thread (its own io_context), computing inside a tbb::task_arena,
-// so no kernel ever runs on a network thread. One per device.
+// rows asked for, computing inside a tbb::task_arena. Its strand is on the engine thread, beside the
+// scheduler and the KV allocator: no kernel ever runs on a network thread, and a step's end turns
+// into the next step's start on the same thread, with no thread to wake in between (the two
+// hand-offs a token cost before were ~60 us: docs/per-token-path.md). One per device.
 //
 // Mailbox: execute_step (scheduler) -> replies step_executed to the scheduler.
 // State: the KV-cache memory (block ownership is the allocator's), scratch buffers, one sampler per
@@ -9,12 +11,8 @@
 #include <spdlog/logger.h>
 #include <tbb/task_arena.h>
 
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-
 #include <atomic>
 #include <chrono>
-#include <thread>
 #include <unordered_map>
 
 #include "actors/messages.hpp"
@@ -43,15 +41,10 @@ struct executor_options {
   std::shared_ptr<const model> draft;
 };
 
-// Holds the executor's own io_context; a base so it exists before the actor's strand is made on it.
-struct executor_thread_context {
-  boost::asio::io_context context{1};
-};
-
-class executor_actor : private executor_thread_context, public actor<executor_actor, executor_mailbox> {
+class executor_actor : public actor<executor_actor, executor_mailbox> {
  public:
-  executor_actor(std::shared_ptr<const model> m, const executor_options& options);
-  ~executor_actor() override;
+  // `ex`: the engine thread's executor, the one the scheduler's and the allocator's strands are on.
+  executor_actor(const boost::asio::any_io_executor& ex, std::shared_ptr<const model> m, const executor_options& options);
   void connect(mailbox_ref<scheduler_mailbox>& scheduler) { scheduler_ = &scheduler; }
 
   void on(execute_step m);
@@ -66,7 +59,6 @@ class executor_actor : private executor_thread_context, public actor<executor_ac
   double gap_seconds() const { return gap_ns_.load(std::memory_order_relaxed) * 1e-9; }
 
  private:
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   std::shared_ptr<const model> model_;
   kv_cache cache_;
   forward_pass forward_;
@@ -78,7 +70,7 @@ class executor_actor : private executor_thread_context, public actor<executor_ac
   std::shared_ptr<spdlog::logger> log_;
   std::atomic<std::uint64_t> busy_ns_{0}, gap_ns_{0};
   std::chrono::steady_clock::time_point last_step_end_{};
-  std::thread thread_;
+  std::chrono::steady_clock::duration last_step_busy_{};  // the last step's compute time
 };
 
 }  // namespace pagedserve

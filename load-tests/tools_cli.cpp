@@ -100,14 +100,21 @@ void gguf_random_define(CLI::App& app, gguf_random_options& o) {
   });
 }
 
-void decode_limit_define(CLI::App& app, std::string& model) {
+void decode_limit_define(CLI::App& app, decode_limit_options& o) {
   cli_app_setup(app);
   app.description(
       "Prints the decode speed a model's memory traffic allows on this machine: the bytes one token streams, the "
-      "read bandwidth measured in this process, and their ratio.");
-  app.add_option("model", model, "any model file or folder pagedserve loads (mapped, nothing is read)")
+      "read bandwidth measured in this process, and their ratio; and the K/V bytes one attended position adds, "
+      "for rooflines at many streams.");
+  app.add_option("model", o.model, "any model file or folder pagedserve loads (mapped, nothing is read)")
       ->required()
       ->type_name("MODEL");
+  app.add_option("--quantization", o.quantization, "the weights as the server converts them at load")
+      ->check(CLI::IsMember({"none", "f32", "bf16", "int8", "int4"}))
+      ->type_name("none|f32|bf16|int8|int4");
+  app.add_option("--kv-cache-dtype", o.kv_cache_dtype, "the KV cache's element type")
+      ->check(CLI::IsMember({"f32", "f16", "q8"}))
+      ->type_name("f32|f16|q8");
 }
 
 }  // namespace pagedserve::bench

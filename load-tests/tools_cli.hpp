@@ -2,7 +2,8 @@
 // The command lines of the load-test tools, each a CLI11 app (one definition per argument for
 // parsing and --help). make-random-model has two, positional as perf.md's gen_llama2c: a llama2.c
 // checkpoint (OUT and nine numbers) or, after --gguf, a GGUF (OUT ARCH RECIPE, thirteen numbers and
-// an optional llama2.c tokenizer.bin). decode-limit takes a model.
+// an optional llama2.c tokenizer.bin). decode-limit takes a model, the quantization it is served with
+// and the KV cache's element type.
 #include <cstdint>
 #include <string>
 
@@ -30,7 +31,13 @@ struct gguf_random_options {
 void llama2c_random_define(CLI::App& app, llama2c_random_options& o);
 void gguf_random_define(CLI::App& app, gguf_random_options& o);
 
-// decode-limit MODEL, bound to model.
-void decode_limit_define(CLI::App& app, std::string& model);
+struct decode_limit_options {
+  std::string model;
+  std::string quantization = "none";  // the weights as served: none (as stored), f32, bf16, int8, int4
+  std::string kv_cache_dtype = "f32";  // f32, f16 or q8: the K/V bytes one attended position costs
+};
+
+// decode-limit MODEL [--quantization Q] [--kv-cache-dtype T], bound to o.
+void decode_limit_define(CLI::App& app, decode_limit_options& o);
 
 }  // namespace pagedserve::bench

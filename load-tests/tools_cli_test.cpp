@@ -88,11 +88,20 @@ TEST(ToolsCli, BadOrMissingArgumentsAreNamed) {
 }
 
 TEST(ToolsCli, DecodeLimitTakesOneModel) {
-  auto o = parse<std::string>(decode_limit_define, "decode-limit", {"model.gguf"});
+  auto o = parse<decode_limit_options>(decode_limit_define, "decode-limit", {"model.gguf"});
   ASSERT_TRUE(o) << o.error().text;
-  EXPECT_EQ(*o, "model.gguf");
-  EXPECT_FALSE(parse<std::string>(decode_limit_define, "decode-limit", {}));
-  EXPECT_FALSE(parse<std::string>(decode_limit_define, "decode-limit", {"a", "b"}));
+  EXPECT_EQ(o->model, "model.gguf");
+  EXPECT_EQ(o->quantization, "none");
+  EXPECT_EQ(o->kv_cache_dtype, "f32");
+  auto served = parse<decode_limit_options>(decode_limit_define, "decode-limit",
+                                            {"m.bin", "--quantization", "int8", "--kv-cache-dtype", "q8"});
+  ASSERT_TRUE(served) << served.error().text;
+  EXPECT_EQ(served->quantization, "int8");
+  EXPECT_EQ(served->kv_cache_dtype, "q8");
+  EXPECT_FALSE(parse<decode_limit_options>(decode_limit_define, "decode-limit", {}));
+  EXPECT_FALSE(parse<decode_limit_options>(decode_limit_define, "decode-limit", {"a", "b"}));
+  EXPECT_FALSE(parse<decode_limit_options>(decode_limit_define, "decode-limit", {"m.bin", "--quantization", "fp8"}));
+  EXPECT_FALSE(parse<decode_limit_options>(decode_limit_define, "decode-limit", {"m.bin", "--kv-cache-dtype", "bf16"}));
 }
 
 TEST(ToolsCli, HelpListsEveryArgument) {
@@ -104,9 +113,9 @@ TEST(ToolsCli, HelpListsEveryArgument) {
   CLI::App gguf_app("", "make-random-model");
   gguf_random_define(gguf_app, g);
   test::expect_help_lists_every_option(gguf_app);
-  std::string model;
+  decode_limit_options d;
   CLI::App decode_limit_app("", "decode-limit");
-  decode_limit_define(decode_limit_app, model);
+  decode_limit_define(decode_limit_app, d);
   test::expect_help_lists_every_option(decode_limit_app);
 }
 
