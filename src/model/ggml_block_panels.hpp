@@ -1,17 +1,16 @@
 #pragma once
 // Block-quantized matrices repacked once at load into row panels, so one activation load and one
-// vpdpbusd feed 4 rows at once (docs/block-kernels.md draws the layout). Same bits per weight as the
+// vpdpbusd feed 16 rows at once (docs/block-kernels.md draws the layout). Same bits per weight as the
 // file: the blocks' fields are only moved, never re-encoded, and the repacked copy replaces the file's
 // tensor. A panel holds block_panel_rows rows (rows past the end are zero blocks).
 //
-// q4_0 and q8_0: block b of the panel's 16 rows, then block b + 1, so a panel streams as one sequential
-// run. q4_0's panel block (288 bytes): the 16 rows' fp16 scales d (32 bytes), then 4 runs of 64 bytes,
-// run k holding bytes 4k..4k+3 of every row's nibbles (one row per 32-bit element of a zmm). q8_0's
-// (544 bytes): the 16 d, then 8 runs, run k holding weights 4k..4k+3 of every row.
-// q4_k: the panel's 4 quads (4 rows each) one after the other, each quad's super-blocks in order; a quad
-// block (576 bytes) holds the 4 rows' d, then dmin (8 bytes each); their 12 packed scale bytes as three
-// runs of 4 bytes per row (48 bytes); then for each 32 bytes of nibbles (sub-blocks 2c, 2c + 1), the
-// first 16 of every row, then the last 16.
+// Block b of the panel's 16 rows, then block b + 1, so a panel streams as one sequential run; inside
+// a panel block every field is laid out 16 rows wide, 4 bytes of each row per 64 bytes (one row per
+// 32-bit element of a zmm), so one instruction works on the 16 rows. q4_0's panel block (288 bytes):
+// the 16 rows' fp16 scales d (32 bytes), then 4 runs of 64 bytes, run k holding bytes 4k..4k+3 of every
+// row's nibbles. q8_0's (544 bytes): the 16 d, then 8 runs, run k holding weights 4k..4k+3 of every row.
+// q4_k's (2304 bytes): the 16 d, the 16 dmin, 3 runs of the 12 packed scale bytes (4 a row), then 32
+// runs of the 128 bytes of nibbles.
 #include <cstddef>
 
 #include "pagedserve/weight.hpp"
@@ -19,11 +18,6 @@
 namespace pagedserve {
 
 constexpr int block_panel_rows = 16;  // rows per panel: ops.cpp's rows_per_tile, so a tile is a panel
-constexpr int block_panel_quad = 4;   // rows interleaved in one q4_k quad block
-
-// Whether a panel of t holds its quads one after the other (each quad's blocks in order: q4_k, whose
-// kernel runs one quad at a time) rather than block b of all its rows, then block b + 1 (q4_0, q8_0).
-constexpr bool block_panel_quads_follow(dtype t) { return t == dtype::q4_k; }
 
 // Whether type t has a panel layout (q4_0, q8_0, q4_k).
 constexpr bool block_panels_defined(dtype t) { return t == dtype::q4_0 || t == dtype::q8_0 || t == dtype::q4_k; }
