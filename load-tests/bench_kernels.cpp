@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <tuple>
@@ -32,6 +33,7 @@
 #include "compute_peak.hpp"
 #include "membw.hpp"
 #include "model/ggml_block_panels.hpp"
+#include "model/mapped_file.hpp"
 #include "model/ggml_blocks.hpp"
 #include "pagedserve/kernels.hpp"
 #include "model/quantize.hpp"
@@ -171,8 +173,10 @@ void bench_block_matmul(benchmark::State& state, const kernel_table* kt, dtype t
     one = std::move(packed);
   }
   const std::size_t n_copies = ((std::size_t{256} << 20) + one.size() - 1) / one.size();
-  std::vector<std::byte> copies(n_copies * one.size());
-  for (std::size_t c = 0; c < n_copies; ++c) std::memcpy(copies.data() + c * one.size(), one.data(), one.size());
+  // On huge pages, as the loader keeps the panels (model_pack_block_panels).
+  const std::shared_ptr<std::byte> copies_owner = huge_page_buffer(n_copies * one.size());
+  std::byte* const copies = copies_owner.get();
+  for (std::size_t c = 0; c < n_copies; ++c) std::memcpy(copies + c * one.size(), one.data(), one.size());
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> x(static_cast<std::size_t>(n_tokens) * shape.n_in);
   std::vector<float> out(static_cast<std::size_t>(n_tokens) * shape.n_out);
@@ -181,7 +185,7 @@ void bench_block_matmul(benchmark::State& state, const kernel_table* kt, dtype t
   std::size_t copy = 0;
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
-    weight w{copies.data() + copy * one.size(), type, shape.n_out, shape.n_in};
+    weight w{copies + copy * one.size(), type, shape.n_out, shape.n_in};
     w.panel_rows = panels ? block_panel_rows : 0;
     copy = (copy + 1) % n_copies;
     ops::matmul(*kt, out.data(), x.data(), w, n_tokens);
