@@ -4,7 +4,7 @@
 // against the token's 4 matching activations (an embedded {1to16} broadcast) feeds all 16 rows and the
 // block's integer dot products come out one row per element, with no reduction across lanes.
 // The weights go in unsigned (q4_0's 0..15, q8_0's + 128); their offset (8, 128) times the token's sum
-// over the block starts each row's integer sum (block_offsets, computed once per token and call).
+// over the block starts each row's integer sum (q4_0_block_offsets, once per token and call).
 // fp32: per row, acc += float(isum) * (d * y.d) block after block: one sequence whatever the token
 // count, tile or row range (batch invariance).
 // Included by the avx512_vnni file only.

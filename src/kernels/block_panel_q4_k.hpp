@@ -144,5 +144,30 @@ inline void matmul_q4_k_panels(float* out, const std::byte* xq, const weight& w,
   }
 }
 
+// The 4-row quad layout's helpers (q4_k's 6-bit scale unpacking on one row per 128-bit lane), for the
+// K-quant panel kernels that run one quad at a time (q5_k, q6_k on the quad layout of
+// ggml_block_panels.hpp), which include this file for them.
+
+// The s16 vector with element j of every 128-bit lane in all of that lane's 8 elements.
+inline __m512i q4_k_pick(const __m512i& s16, int j) {
+  return _mm512_shuffle_epi8(s16, _mm512_set1_epi16(static_cast<short>((2 * j + 1) << 8 | 2 * j)));
+}
+
+// 4 rows' 8 6-bit values (scales, or mins) as s16, row r's in 128-bit lane r: `low` holds each row's
+// bytes 0-3 (or 4-7) of the packed 12, `high` bytes 8-11, a row per 32-bit element; nibble_shift picks
+// the low (scales) or high (mins) nibbles of bytes 8-11.
+inline __m512i q4_k_values16(__m128i low, __m128i high, int nibble_shift) {
+  const __m128i low6 = _mm_set1_epi8(0x3f), nib = _mm_set1_epi8(0xF), top2 = _mm_set1_epi8(0x30);
+  const __m128i v0_3 = _mm_and_si128(low, low6);
+  const __m128i v4_7 = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(high, nibble_shift), nib),
+                                    _mm_and_si128(_mm_srli_epi16(low, 2), top2));
+  const __m256i rows = _mm256_set_m128i(_mm_unpackhi_epi32(v0_3, v4_7), _mm_unpacklo_epi32(v0_3, v4_7));
+  return _mm512_cvtepu8_epi16(rows);
+}
+
+inline __m512i q4_k_broadcast16(const std::int8_t* p) {
+  return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
 }  // namespace
 }  // namespace pagedserve::kernels

@@ -11,19 +11,21 @@
 namespace pagedserve {
 namespace {
 
-// Bytes of one panel block of t: block b of the panel's 16 rows.
-constexpr std::size_t panel_block_bytes(dtype t) {
-  return block_panel_rows * static_cast<std::size_t>(block_layout_of(t).bytes);
-}
+// Rows whose block b lies together in one unit block: a quad (4) in the quad layout, else the panel (16).
+constexpr int unit_rows(dtype t) { return block_panel_quads_follow(t) ? block_panel_quad : block_panel_rows; }
 
-// Start of the panel block holding block b of row `row` (nb blocks per row).
-std::size_t panel_block_offset(dtype t, int nb, int row, int b) {
-  const std::size_t panel = static_cast<std::size_t>(row / block_panel_rows);
-  return (panel * nb + b) * panel_block_bytes(t);
+// Bytes of one unit block of t.
+constexpr std::size_t unit_bytes(dtype t) { return unit_rows(t) * static_cast<std::size_t>(block_layout_of(t).bytes); }
+
+// Start of the unit block holding block b of row `row` (nb blocks per row): a panel's units (one, or
+// its 4 quads) follow one another, each unit's blocks in order.
+std::size_t unit_offset(dtype t, int nb, int row, int b) {
+  const std::size_t unit = static_cast<std::size_t>(row / unit_rows(t));
+  return (unit * nb + b) * unit_bytes(t);
 }
 
 // One field of a block: `bytes` bytes at `from` in the file's block go to `to + row_step * i` in the
-// panel block, i being the row's place in its panel.
+// unit block, i being the row's place in its unit.
 struct field_move {
   int from, bytes, to, row_step;
 };
@@ -64,8 +66,8 @@ void block_panels_pack(std::byte* out, const std::byte* stored, dtype t, int row
   for (int o = 0; o < rows; ++o)
     for (int b = 0; b < nb; ++b) {
       const std::byte* block = stored + static_cast<std::size_t>(o) * block_row_bytes(t, cols) + static_cast<std::size_t>(b) * l.bytes;
-      std::byte* to = out + panel_block_offset(t, nb, o, b);
-      const int i = o % block_panel_rows;
+      std::byte* to = out + unit_offset(t, nb, o, b);
+      const int i = o % unit_rows(t);
       for (const field_move& f : fields_of(t)) std::memcpy(to + f.to + f.row_step * i, block + f.from, f.bytes);
     }
 }
@@ -73,9 +75,9 @@ void block_panels_pack(std::byte* out, const std::byte* stored, dtype t, int row
 void block_panels_row(std::byte* out, const weight& w, int row) {
   const block_layout l = block_layout_of(w.type);
   const int nb = w.cols / l.elements;
-  const int i = row % block_panel_rows;
+  const int i = row % unit_rows(w.type);
   for (int b = 0; b < nb; ++b) {
-    const std::byte* from = static_cast<const std::byte*>(w.data) + panel_block_offset(w.type, nb, row, b);
+    const std::byte* from = static_cast<const std::byte*>(w.data) + unit_offset(w.type, nb, row, b);
     std::byte* block = out + static_cast<std::size_t>(b) * l.bytes;
     for (const field_move& f : fields_of(w.type)) std::memcpy(block + f.from, from + f.to + f.row_step * i, f.bytes);
   }

@@ -10,7 +10,9 @@
 // the 16 rows' fp16 scales d (32 bytes), then 4 runs of 64 bytes, run k holding bytes 4k..4k+3 of every
 // row's nibbles. q8_0's (544 bytes): the 16 d, then 8 runs, run k holding weights 4k..4k+3 of every row.
 // q4_k's (2304 bytes): the 16 d, the 16 dmin, 3 runs of the 12 packed scale bytes (4 a row), then 32
-// runs of the 128 bytes of nibbles.
+// runs of the 128 bytes of nibbles. The quad layout (block_panel_quads_follow) is the alternative for
+// kernels that run 4 rows at a time: the panel's 4 quads one after the other, each quad's blocks in
+// order, a quad block holding block b of its 4 rows.
 #include <cstddef>
 
 #include "pagedserve/weight.hpp"
@@ -18,6 +20,12 @@
 namespace pagedserve {
 
 constexpr int block_panel_rows = 16;  // rows per panel: ops.cpp's rows_per_tile, so a tile is a panel
+constexpr int block_panel_quad = 4;   // rows interleaved in one quad block (the quad layout)
+
+// Whether a panel of t holds 4-row quads one after the other, each quad's blocks in order (the quad
+// layout, for kernels that run one quad at a time: q5_k, q6_k once they have panels) rather than
+// block b of all 16 rows, then block b + 1 (q4_0, q8_0, q4_k).
+constexpr bool block_panel_quads_follow(dtype t) { return t == dtype::q5_k || t == dtype::q6_k; }
 
 // Whether type t has a panel layout (q4_0, q8_0, q4_k).
 constexpr bool block_panels_defined(dtype t) { return t == dtype::q4_0 || t == dtype::q8_0 || t == dtype::q4_k; }
