@@ -1,7 +1,7 @@
 // ops::matmul for every kernel table and weight type (f32, bf16, int8 W8A8) on the s110m shapes
 // (dim 768, hidden 2048, vocab 32000), from decode (1 token) to prefill batches (64, 256 tokens);
 // and for the ggml block formats ("blocks/", int8 activations; peak_ratio against the vpdpbusd peak)
-// on TinyLlama's FFN shapes (5632x2048, 2048x5632), 1 to 128 tokens.
+// on TinyLlama's FFN shapes (5632x2048, 2048x5632) and s110m's w1 (2048x768), 1 to 128 tokens.
 // Names carry the dtype and ISA, scalar first for each case, so one run shows the speed-ups side by
 // side; "ratio_vs_scalar" is this table's speed over scalar's on the same case, "ratio_vs_f32" this
 // dtype's speed over f32's on the same case and table (f32 runs first, in the same process).
@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <tuple>
@@ -32,6 +33,7 @@
 #include "compute_peak.hpp"
 #include "membw.hpp"
 #include "model/ggml_block_panels.hpp"
+#include "model/mapped_file.hpp"
 #include "model/ggml_blocks.hpp"
 #include "pagedserve/kernels.hpp"
 #include "model/quantize.hpp"
@@ -135,10 +137,11 @@ void bench_matmul(benchmark::State& state, const kernel_table* kt, dtype type, m
   if (const double r = ratio_to(kt->which, dtype::f32); r > 0) state.counters["ratio_vs_f32"] = r;
 }
 
-// Block-quantized weights (ggml formats) on TinyLlama's FFN shapes. The matrix is copied until the
+// Block-quantized weights (ggml formats) on TinyLlama's FFN shapes and s110m's w1 (768 wide: 3 K-quant
+// super-blocks a row, where per-panel costs show). The matrix is copied until the
 // copies pass 256 MiB and each iteration reads the next copy, so every step streams its weights from
 // DRAM as a real decode does (one 6-12 MB matrix alone would sit in L3 and beat the bandwidth).
-constexpr matmul_shape block_shapes[] = {{5632, 2048, "w1_tinyllama"}, {2048, 5632, "w2_tinyllama"}};
+constexpr matmul_shape block_shapes[] = {{5632, 2048, "w1_tinyllama"}, {2048, 5632, "w2_tinyllama"}, {2048, 768, "w1_s110m"}};
 constexpr int block_token_counts[] = {1, 4, 16, 64, 128};
 constexpr dtype block_types[] = {dtype::q4_k, dtype::q6_k, dtype::q4_0, dtype::q8_0, dtype::q5_k, dtype::q5_0,
                                  dtype::q4_1, dtype::q5_1, dtype::iq4_nl, dtype::iq4_xs, dtype::q3_k, dtype::q2_k};
@@ -171,8 +174,10 @@ void bench_block_matmul(benchmark::State& state, const kernel_table* kt, dtype t
     one = std::move(packed);
   }
   const std::size_t n_copies = ((std::size_t{256} << 20) + one.size() - 1) / one.size();
-  std::vector<std::byte> copies(n_copies * one.size());
-  for (std::size_t c = 0; c < n_copies; ++c) std::memcpy(copies.data() + c * one.size(), one.data(), one.size());
+  // On huge pages, as the loader keeps the panels (model_pack_block_panels).
+  const std::shared_ptr<std::byte> copies_owner = huge_page_buffer(n_copies * one.size());
+  std::byte* const copies = copies_owner.get();
+  for (std::size_t c = 0; c < n_copies; ++c) std::memcpy(copies + c * one.size(), one.data(), one.size());
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> x(static_cast<std::size_t>(n_tokens) * shape.n_in);
   std::vector<float> out(static_cast<std::size_t>(n_tokens) * shape.n_out);
@@ -181,7 +186,7 @@ void bench_block_matmul(benchmark::State& state, const kernel_table* kt, dtype t
   std::size_t copy = 0;
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
-    weight w{copies.data() + copy * one.size(), type, shape.n_out, shape.n_in};
+    weight w{copies + copy * one.size(), type, shape.n_out, shape.n_in};
     w.panel_rows = panels ? block_panel_rows : 0;
     copy = (copy + 1) % n_copies;
     ops::matmul(*kt, out.data(), x.data(), w, n_tokens);

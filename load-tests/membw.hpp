@@ -2,7 +2,9 @@
 // The machine's memory read bandwidth, measured in the benchmark's own process (perf.md: it flips
 // between about 35 and 65 GB/s on this VM, so ratios only mean something against a figure taken in
 // the same run). A TBB-parallel sum over a buffer far larger than L3, on every core of the arena,
-// best of several passes: what a weight-streaming matmul could reach at most.
+// best of several passes: what a weight-streaming matmul could reach at most. The buffer is on huge
+// pages as the repacked weights are (model/mapped_file.hpp: huge_page_buffer), so the limit is the
+// best streaming the machine does, not one slowed by 4 KiB pages' TLB misses.
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/parallel_reduce.h>
@@ -10,14 +12,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <vector>
+#include <memory>
+
+#include "model/mapped_file.hpp"
 
 namespace pagedserve::bench {
 
 // GB/s (1e9 bytes) of the best of `passes` full reads of a `bytes` buffer.
 inline double read_bandwidth_gbps(std::size_t bytes = std::size_t{512} << 20, int passes = 7) {
-  std::vector<std::uint64_t> buf(bytes / sizeof(std::uint64_t));
-  const std::size_t n = buf.size();
+  const std::shared_ptr<std::byte> owner = pagedserve::huge_page_buffer(bytes);
+  auto* buf = reinterpret_cast<std::uint64_t*>(owner.get());
+  const std::size_t n = bytes / sizeof(std::uint64_t);
   constexpr std::size_t chunk = (1 << 20) / sizeof(std::uint64_t);  // 1 MiB per task
   // Written in parallel first, so every page is faulted in (and spread like the reads) before timing.
   tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, chunk), [&](const auto& r) {

@@ -3,6 +3,7 @@
 // integers llama.cpp's do. Every table uses these: the activations are the same bits everywhere.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "block_activations.hpp"
@@ -11,8 +12,15 @@
 namespace pagedserve::kernels {
 namespace {
 
-// Round to nearest even, as vroundps with _MM_ROUND_NEAREST and ggml's nearest_int (the 1.5 * 2^23 trick).
-inline int round_even(float v) { return static_cast<int>(std::nearbyint(v)); }
+// Round to nearest even, as vroundps with _MM_ROUND_NEAREST: ggml's nearest_int (the 1.5 * 2^23 trick,
+// exact for |v| < 2^22; here |v| <= 127). Plain arithmetic, not a call to nearbyintf, so the loops
+// vectorize: these run on one thread before every block matmul of a decode step.
+inline int round_even(float v) {
+  const float shifted = v + 12582912.0f;
+  std::int32_t bits;
+  std::memcpy(&bits, &shifted, sizeof bits);
+  return (bits & 0x007fffff) - 0x00400000;
+}
 
 // q8_0 / q8_1: d = max|x| / 127 stored as fp16, q = round(x * 127 / max|x|); q8_1 adds s = fp16(d * sum q).
 void quantize_q8_32(act_block32* y, const float* x, int n, bool with_sum) {

@@ -1,18 +1,21 @@
 #pragma once
-// q4_k over row panels (model/ggml_block_panels.hpp) on zmm with VNNI. One quad (4 rows) at a time, its
-// super-blocks in order: per 32 bytes of nibbles (sub-blocks 2c, 2c + 1) two 64-byte loads hold the 4
-// rows' weights, one row per 128-bit lane, against the token's activations broadcast to every lane;
-// vpmaddubsw + vpdpwssd with the rows' sub-block scales (s16, one row per lane) sum 4 rows per
-// instruction where the row kernels (block_dot_zmm.hpp) sum one. The 6-bit scales and mins of the 4
-// rows unpack together (k4_scales_mins' arithmetic on 4 rows at once), and the mins meet the token's
-// sums per 32 activations in one vpmaddwd. fp32: per row, its 4 lanes accumulate
-// acc += float(isum) * (d * y.d) and acc_min += float(imin) * (dmin * y.d) super-block after super-block,
-// then (a0 + a1) + (a2 + a3) of acc - acc_min: one sequence whatever the token count, tile or row range.
+// q4_k over row panels (model/ggml_block_panels.hpp) on zmm with VNNI. A panel block holds 4 bytes of
+// nibbles of each of the panel's 16 rows per 64 bytes, one row per 32-bit element: per 64 bytes, the
+// low nibbles (4 weights of sub-block 2c) and the high ones (sub-block 2c + 1) go through one vpdpbusd
+// each against the token's 4 matching activations ({1to16} broadcast), for all 16 rows; a sub-block's
+// 8 of them give each row its integer dot, which vpmulld scales by the row's 6-bit sub-block scale.
+// The 16 rows' scales and mins unpack together (get_scale_min_k4's arithmetic on bytes), and the mins
+// meet the token's sums per 32 activations as 16-bit pairs in vpdpwssd (q4_k_min_pairs).
+// fp32: per row, acc += float(isum) * (d * y.d) and acc_min += float(imin) * (dmin * y.d) super-block
+// after super-block, then acc - acc_min: one sequence whatever the token count, tile or row range.
 // Included by the avx512_vnni file only.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
 
 #include "model/ggml_block_panels.hpp"
 #include "pagedserve/kernels.hpp"
@@ -20,9 +23,130 @@
 namespace pagedserve::kernels {
 namespace {
 
-constexpr int q4_k_panel_quads = block_panel_rows / block_panel_quad;
-constexpr std::size_t q4_k_quad_bytes = 576;
+constexpr std::size_t q4_k_panel_block_bytes = 16 * 144;
 constexpr int q4_k_panel_tokens = 4;
+
+inline __m512i q4_k_broadcast4(const void* p) {
+  std::int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// Byte j of every 32-bit element, zero-extended.
+inline __m512i q4_k_byte(__m512i v, int j) {
+  return _mm512_and_si512(_mm512_srli_epi32(v, 8 * j), _mm512_set1_epi32(0xFF));
+}
+
+// sums[t * 16 + r] = row r of the panel · token t's activations y[t], t < n_t; min_pairs[t] holds token
+// t's 4 pairs per super-block (q4_k_min_pairs).
+template <int n_t>
+void q4_k_panel_dot(float* sums, const std::byte* panel, const act_block256* const* y,
+                    const std::int32_t* const* min_pairs, int nb) {
+  __m512 acc[n_t], acc_min[n_t];
+  for (int t = 0; t < n_t; ++t) acc[t] = acc_min[t] = _mm512_setzero_ps();
+  const __m512i low4 = _mm512_set1_epi8(0xF), low6 = _mm512_set1_epi8(0x3F), top2 = _mm512_set1_epi8(0x30);
+  const __m512i low_bytes = _mm512_set1_epi16(0xFF);
+  for (int b = 0; b < nb; ++b) {
+    const std::byte* block = panel + static_cast<std::size_t>(b) * q4_k_panel_block_bytes;
+    const auto load = [&](int at) { return _mm512_loadu_si512(block + at); };
+    // Scales and mins of sub-blocks 0-3 and 4-7, byte j of each row's element for sub-block j (+ 4).
+    const __m512i s0 = load(64), s1 = load(128), s2 = load(192);
+    const __m512i scales03 = _mm512_and_si512(s0, low6), mins03 = _mm512_and_si512(s1, low6);
+    const __m512i scales47 = _mm512_or_si512(_mm512_and_si512(s2, low4), _mm512_and_si512(_mm512_srli_epi16(s0, 2), top2));
+    const __m512i mins47 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(s2, 4), low4),
+                                           _mm512_and_si512(_mm512_srli_epi16(s1, 2), top2));
+    // Mins as 16-bit pairs: (m0, m2), (m1, m3), (m4, m6), (m5, m7).
+    const __m512i min_pair[4] = {_mm512_and_si512(mins03, low_bytes), _mm512_srli_epi16(mins03, 8),
+                                 _mm512_and_si512(mins47, low_bytes), _mm512_srli_epi16(mins47, 8)};
+    __m512i isum[n_t];
+    for (int t = 0; t < n_t; ++t) isum[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      const __m512i& scales = c < 2 ? scales03 : scales47;
+      const __m512i scale_even = q4_k_byte(scales, 2 * c % 4), scale_odd = q4_k_byte(scales, 2 * c % 4 + 1);
+      __m512i even[n_t], odd[n_t];
+      for (int t = 0; t < n_t; ++t) even[t] = odd[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int u = 0; u < 8; ++u) {
+        const __m512i v = load(256 + 64 * (8 * c + u));
+        const __m512i lo = _mm512_and_si512(v, low4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+#pragma GCC unroll 4
+        for (int t = 0; t < n_t; ++t) {
+          even[t] = _mm512_dpbusd_epi32(even[t], lo, q4_k_broadcast4(y[t][b].qs + 64 * c + 4 * u));
+          odd[t] = _mm512_dpbusd_epi32(odd[t], hi, q4_k_broadcast4(y[t][b].qs + 64 * c + 32 + 4 * u));
+        }
+      }
+      for (int t = 0; t < n_t; ++t)
+        isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(even[t], scale_even),
+                                                             _mm512_mullo_epi32(odd[t], scale_odd)));
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block)));
+    const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 32)));
+#pragma GCC unroll 4
+    for (int t = 0; t < n_t; ++t) {
+      const std::int32_t* pairs = min_pairs[t] + 4 * b;
+      __m512i imin = _mm512_dpwssd_epi32(_mm512_setzero_si512(), min_pair[0], _mm512_set1_epi32(pairs[0]));
+      for (int k = 1; k < 4; ++k) imin = _mm512_dpwssd_epi32(imin, min_pair[k], _mm512_set1_epi32(pairs[k]));
+      const __m512 yd = _mm512_set1_ps(y[t][b].d);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, yd), acc[t]);
+      acc_min[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(imin), _mm512_mul_ps(dmin, yd), acc_min[t]);
+    }
+  }
+  for (int t = 0; t < n_t; ++t) _mm512_storeu_ps(sums + t * block_panel_rows, _mm512_sub_ps(acc[t], acc_min[t]));
+}
+
+using q4_k_panel_fn = void (*)(float*, const std::byte*, const act_block256* const*, const std::int32_t* const*, int);
+constexpr q4_k_panel_fn q4_k_panel_kernels[q4_k_panel_tokens] = {q4_k_panel_dot<1>, q4_k_panel_dot<2>,
+                                                                 q4_k_panel_dot<3>, q4_k_panel_dot<4>};
+
+// pairs[(t * nb + b) * 4 + k] = token t's sums over sub-blocks (j, j + 2) of super-block b as two 16-bit
+// halves, j = 0, 1, 4, 5 for k = 0..3: the partners of the mins' pairs in q4_k_panel_dot.
+inline void q4_k_min_pairs(std::int32_t* pairs, const std::byte* xq, std::size_t x_bytes, int n_tokens, int nb) {
+  constexpr int first_of_pair[4] = {0, 1, 4, 5};
+  for (int t = 0; t < n_tokens; ++t) {
+    const auto* y = reinterpret_cast<const act_block256*>(xq + t * x_bytes);
+    for (int b = 0; b < nb; ++b)
+      for (int k = 0; k < 4; ++k) {
+        const int j = first_of_pair[k];
+        const auto sum32 = [&](int s) { return static_cast<std::uint16_t>(y[b].bsums[2 * s] + y[b].bsums[2 * s + 1]); };
+        pairs[(static_cast<std::size_t>(t) * nb + b) * 4 + k] =
+            static_cast<std::int32_t>(static_cast<std::uint32_t>(sum32(j + 2)) << 16 | sum32(j));
+      }
+  }
+}
+
+// kernel_table::matmul_blocks for a panel-packed q4_k w: every panel touching [o_begin, o_end), all of
+// its rows computed, those in the range stored.
+inline void matmul_q4_k_panels(float* out, const std::byte* xq, const weight& w, int n_tokens, int o_begin, int o_end) {
+  const std::size_t x_bytes = activation_row_bytes(w.type, w.cols);
+  const int nb = w.cols / 256;
+  const std::size_t panel_bytes = static_cast<std::size_t>(nb) * q4_k_panel_block_bytes;
+  thread_local std::vector<std::int32_t> pairs;  // grows to the largest call, then reused
+  if (pairs.size() < static_cast<std::size_t>(n_tokens) * nb * 4) pairs.resize(static_cast<std::size_t>(n_tokens) * nb * 4);
+  q4_k_min_pairs(pairs.data(), xq, x_bytes, n_tokens, nb);
+  for (int p = o_begin / block_panel_rows; p * block_panel_rows < o_end; ++p) {
+    const int first = p * block_panel_rows;
+    const int r_begin = std::max(o_begin, first) - first, r_end = std::min(o_end, first + block_panel_rows) - first;
+    for (int t = 0; t < n_tokens; t += q4_k_panel_tokens) {
+      const int n_t = std::min(q4_k_panel_tokens, n_tokens - t);
+      const act_block256* y[q4_k_panel_tokens];
+      const std::int32_t* min_pairs[q4_k_panel_tokens];
+      for (int i = 0; i < n_t; ++i) {
+        y[i] = reinterpret_cast<const act_block256*>(xq + (t + i) * x_bytes);
+        min_pairs[i] = pairs.data() + static_cast<std::size_t>(t + i) * nb * 4;
+      }
+      float sums[q4_k_panel_tokens * block_panel_rows];
+      q4_k_panel_kernels[n_t - 1](sums, static_cast<const std::byte*>(w.data) + p * panel_bytes, y, min_pairs, nb);
+      for (int i = 0; i < n_t; ++i)
+        for (int r = r_begin; r < r_end; ++r)
+          out[static_cast<std::size_t>(t + i) * w.rows + first + r] = sums[i * block_panel_rows + r];
+    }
+  }
+}
+
+// The 4-row quad layout's helpers (q4_k's 6-bit scale unpacking on one row per 128-bit lane), for the
+// K-quant panel kernels that run one quad at a time (q5_k, q6_k on the quad layout of
+// ggml_block_panels.hpp), which include this file for them.
 
 // The s16 vector with element j of every 128-bit lane in all of that lane's 8 elements.
 inline __m512i q4_k_pick(const __m512i& s16, int j) {
@@ -43,95 +167,6 @@ inline __m512i q4_k_values16(__m128i low, __m128i high, int nibble_shift) {
 
 inline __m512i q4_k_broadcast16(const std::int8_t* p) {
   return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-
-// sums[t * 16 + 4 quad + i] = row 4 quad + i of the panel · token t's activations, t < n_t.
-template <int n_t>
-void q4_k_quad_dot(float* sums, const std::byte* panel, int quad, const std::byte* y0, std::size_t y_stride, int nb) {
-  const act_block256* y[n_t];
-  for (int t = 0; t < n_t; ++t) y[t] = reinterpret_cast<const act_block256*>(y0 + t * y_stride);
-  __m512 acc[n_t], acc_min[n_t];
-  for (int t = 0; t < n_t; ++t) acc[t] = acc_min[t] = _mm512_setzero_ps();
-  const __m512i low4 = _mm512_set1_epi8(0xF);
-  const __m512i d_of_lane = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-  for (int b = 0; b < nb; ++b) {
-    const std::byte* qb = panel + (static_cast<std::size_t>(quad) * nb + b) * q4_k_quad_bytes;
-    const auto load16 = [&](int at) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(qb + at)); };
-    const __m512i scales16 = q4_k_values16(load16(16), load16(48), 0);
-    const __m512i mins16 = q4_k_values16(load16(32), load16(48), 4);
-    const auto widen_d = [&](int at) {
-      return _mm512_permutexvar_ps(
-          d_of_lane, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qb + at)))));
-    };
-    const __m512 d = widen_d(0), dmin = widen_d(8);
-    __m512i isum[n_t];
-    for (int t = 0; t < n_t; ++t) isum[t] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-      const __m512i first = _mm512_loadu_si512(qb + 64 + 128 * c), last = _mm512_loadu_si512(qb + 128 + 128 * c);
-      const __m512i lo_first = _mm512_and_si512(first, low4), lo_last = _mm512_and_si512(last, low4);
-      const __m512i hi_first = _mm512_and_si512(_mm512_srli_epi16(first, 4), low4);
-      const __m512i hi_last = _mm512_and_si512(_mm512_srli_epi16(last, 4), low4);
-      const __m512i scale_even = q4_k_pick(scales16, 2 * c), scale_odd = q4_k_pick(scales16, 2 * c + 1);
-#pragma GCC unroll 4
-      for (int t = 0; t < n_t; ++t) {
-        const std::int8_t* a = y[t][b].qs + 64 * c;
-        const __m512i even = _mm512_add_epi16(_mm512_maddubs_epi16(lo_first, q4_k_broadcast16(a)),
-                                              _mm512_maddubs_epi16(lo_last, q4_k_broadcast16(a + 16)));
-        const __m512i odd = _mm512_add_epi16(_mm512_maddubs_epi16(hi_first, q4_k_broadcast16(a + 32)),
-                                             _mm512_maddubs_epi16(hi_last, q4_k_broadcast16(a + 48)));
-        isum[t] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(isum[t], even, scale_even), odd, scale_odd);
-      }
-    }
-#pragma GCC unroll 4
-    for (int t = 0; t < n_t; ++t) {
-      const act_block256& a = y[t][b];
-      // The token's sums per 32 activations (pairs of its sums per 16), one per s16, in every lane.
-      const __m256i pairs = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)),
-                                              _mm256_set1_epi16(1));
-      const __m512i bsums32 = _mm512_broadcast_i32x4(_mm256_cvtepi32_epi16(pairs));
-      const __m512i imin = _mm512_madd_epi16(mins16, bsums32);
-      const __m512 yd = _mm512_set1_ps(a.d);
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, yd), acc[t]);
-      acc_min[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(imin), _mm512_mul_ps(dmin, yd), acc_min[t]);
-    }
-  }
-  for (int t = 0; t < n_t; ++t) {
-    alignas(64) float lanes[16];
-    _mm512_store_ps(lanes, _mm512_sub_ps(acc[t], acc_min[t]));
-    for (int i = 0; i < block_panel_quad; ++i)
-      sums[t * block_panel_rows + quad * block_panel_quad + i] =
-          (lanes[4 * i] + lanes[4 * i + 1]) + (lanes[4 * i + 2] + lanes[4 * i + 3]);
-  }
-}
-
-using q4_k_quad_fn = void (*)(float*, const std::byte*, int, const std::byte*, std::size_t, int);
-constexpr q4_k_quad_fn q4_k_quad_kernels[q4_k_panel_tokens] = {q4_k_quad_dot<1>, q4_k_quad_dot<2>, q4_k_quad_dot<3>,
-                                                               q4_k_quad_dot<4>};
-
-// kernel_table::matmul_blocks for a panel-packed q4_k w: every quad touching [o_begin, o_end), its 4
-// rows computed, those in the range stored.
-inline void matmul_q4_k_panels(float* out, const std::byte* xq, const weight& w, int n_tokens, int o_begin, int o_end) {
-  const std::size_t x_bytes = activation_row_bytes(w.type, w.cols);
-  const int nb = w.cols / 256;
-  const std::size_t panel_bytes = static_cast<std::size_t>(nb) * q4_k_panel_quads * q4_k_quad_bytes;
-  for (int p = o_begin / block_panel_rows; p * block_panel_rows < o_end; ++p) {
-    const int first = p * block_panel_rows;
-    const std::byte* panel = static_cast<const std::byte*>(w.data) + p * panel_bytes;
-    for (int quad = 0; quad < q4_k_panel_quads; ++quad) {
-      const int q_first = first + quad * block_panel_quad;
-      const int r_begin = std::max(o_begin, q_first), r_end = std::min(o_end, q_first + block_panel_quad);
-      if (r_begin >= r_end) continue;
-      for (int t = 0; t < n_tokens; t += q4_k_panel_tokens) {
-        const int n_t = std::min(q4_k_panel_tokens, n_tokens - t);
-        float sums[q4_k_panel_tokens * block_panel_rows];
-        q4_k_quad_kernels[n_t - 1](sums, panel, quad, xq + t * x_bytes, x_bytes, nb);
-        for (int i = 0; i < n_t; ++i)
-          for (int r = r_begin; r < r_end; ++r)
-            out[static_cast<std::size_t>(t + i) * w.rows + r] = sums[i * block_panel_rows + r - first];
-      }
-    }
-  }
 }
 
 }  // namespace

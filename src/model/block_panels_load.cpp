@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <memory>
 #include <vector>
 
 #include "model/ggml_block_panels.hpp"
@@ -34,18 +35,32 @@ void model_pack_block_panels(model& m, std::span<const std::byte> mapped) {
     for (expert_weights& e : l.experts)
       for (weight* w : {&e.gate, &e.up, &e.down}) matrices.push_back(w);
   }
-  int n_packed = 0;
+  std::erase_if(matrices, [](const weight* w) { return w->empty() || w->panel_rows || !block_panels_here(w->type); });
+  if (matrices.empty()) return;
+  // One buffer on huge pages for all of them (mapped_file.hpp: huge_page_buffer), each matrix from a
+  // cache line's start.
+  constexpr std::size_t line = 64;
+  const auto panels_bytes = [](const weight* w) { return block_panels_bytes(w->type, w->rows, w->cols); };
+  std::size_t total = 0;
+  for (const weight* w : matrices) total += (panels_bytes(w) + line - 1) / line * line;
+  std::shared_ptr<std::byte> buffer = huge_page_buffer(total);
+  std::byte* next = buffer.get();
+  const int n_packed = static_cast<int>(matrices.size());
   std::size_t bytes = 0;
   for (weight* w : matrices) {
-    if (w->empty() || w->panel_rows || !block_panels_here(w->type)) continue;
+    const std::size_t n = panels_bytes(w);
+    block_panels_pack(next, static_cast<const std::byte*>(w->data), w->type, w->rows, w->cols);
     const std::span<const std::byte> stored(static_cast<const std::byte*>(w->data), w->n_bytes());
-    *w = block_panels_kept(m, *w);
     if (stored.data() >= mapped.data() && stored.data() + stored.size() <= mapped.data() + mapped.size())
       release_pages(stored);
-    bytes += w->n_bytes();
-    ++n_packed;
+    w->data = next;
+    w->panel_rows = block_panel_rows;
+    bytes += n;
+    next += (n + line - 1) / line * line;
   }
-  if (n_packed > 0) spdlog::info("repacked {} matrices ({} MiB) into row panels", n_packed, bytes >> 20);
+  m.owned_bytes += bytes;
+  m.storage.push_back(std::move(buffer));
+  spdlog::info("repacked {} matrices ({} MiB) into row panels", n_packed, bytes >> 20);
 }
 
 }  // namespace pagedserve

@@ -2,6 +2,7 @@
 // and the file's row-after-row blocks.
 #include "model/ggml_block_panels.hpp"
 
+#include <array>
 #include <cstring>
 #include <span>
 
@@ -10,36 +11,41 @@
 namespace pagedserve {
 namespace {
 
-// Bytes of one quad block of t.
-constexpr std::size_t quad_bytes(dtype t) { return block_panel_quad * static_cast<std::size_t>(block_layout_of(t).bytes); }
+// Rows whose block b lies together in one unit block: a quad (4) in the quad layout, else the panel (16).
+constexpr int unit_rows(dtype t) { return block_panel_quads_follow(t) ? block_panel_quad : block_panel_rows; }
 
-// Start of the quad block holding block b of row `row` (nb blocks per row): q4_0's quads interleave
-// block by block, q4_k's follow one another (each quad's super-blocks one sequential run).
-std::size_t quad_offset(dtype t, int nb, int row, int b) {
-  const std::size_t panel = static_cast<std::size_t>(row / block_panel_rows);
-  const int quad = row % block_panel_rows / block_panel_quad, n_quads = block_panel_rows / block_panel_quad;
-  if (block_panel_quads_follow(t)) return ((panel * n_quads + quad) * nb + b) * quad_bytes(t);
-  return ((panel * nb + b) * n_quads + quad) * quad_bytes(t);
+// Bytes of one unit block of t.
+constexpr std::size_t unit_bytes(dtype t) { return unit_rows(t) * static_cast<std::size_t>(block_layout_of(t).bytes); }
+
+// Start of the unit block holding block b of row `row` (nb blocks per row): a panel's units (one, or
+// its 4 quads) follow one another, each unit's blocks in order.
+std::size_t unit_offset(dtype t, int nb, int row, int b) {
+  const std::size_t unit = static_cast<std::size_t>(row / unit_rows(t));
+  return (unit * nb + b) * unit_bytes(t);
 }
 
 // One field of a block: `bytes` bytes at `from` in the file's block go to `to + row_step * i` in the
-// quad block, i being the row's place in its quad.
+// unit block, i being the row's place in its unit.
 struct field_move {
   int from, bytes, to, row_step;
 };
 
-// q4_0 (72-byte quad): d at 2 i; the 16 bytes of nibbles at 8 + 16 i.
-constexpr field_move q4_0_fields[] = {{0, 2, 0, 2}, {2, 16, 8, 16}};
-// q4_k (576-byte quad): d at 2 i, dmin at 8 + 2 i; the 12 packed scale bytes as three 16-byte vectors
-// of 4 bytes per row (16, 32, 48); then for each 32-byte run c of qs (sub-blocks 2c and 2c + 1), its
-// first 16 bytes of the 4 rows (64 + 128 c + 16 i), then its last 16 (64 + 128 c + 64 + 16 i).
-constexpr field_move q4_k_fields[] = {{0, 2, 0, 2},   {2, 2, 8, 2},    {4, 4, 16, 4},   {8, 4, 32, 4},
-                                      {12, 4, 48, 4}, {16, 16, 64, 16}, {32, 16, 128, 16}, {48, 16, 192, 16},
-                                      {64, 16, 256, 16}, {80, 16, 320, 16}, {96, 16, 384, 16}, {112, 16, 448, 16},
-                                      {128, 16, 512, 16}};
+// q4_0 (288-byte panel block, 16 rows): d at 2 i; bytes 4k..4k+3 of the nibbles at 32 + 64 k + 4 i
+// (k < 4): each 64 bytes one zmm holding 4 bytes of every row, one row per 32-bit element.
+constexpr field_move q4_0_fields[] = {{0, 2, 0, 2}, {2, 4, 32, 4}, {6, 4, 96, 4}, {10, 4, 160, 4}, {14, 4, 224, 4}};
+// q4_k (2304-byte panel block, 16 rows): d at 2 i, dmin at 32 + 2 i; the 12 packed scale bytes as
+// three runs of 64 bytes, 4 bytes a row (64, 128, 192 + 4 i); then bytes 4k..4k+3 of the 128 bytes of
+// nibbles at 256 + 64 k + 4 i (k < 32).
+constexpr auto q4_k_fields = [] {
+  std::array<field_move, 5 + 32> f{{{0, 2, 0, 2}, {2, 2, 32, 2}, {4, 4, 64, 4}, {8, 4, 128, 4}, {12, 4, 192, 4}}};
+  for (int k = 0; k < 32; ++k) f[5 + k] = {16 + 4 * k, 4, 256 + 64 * k, 4};
+  return f;
+}();
 
-// q8_0 (136-byte quad): d at 2 i; weights 0..15 at 8 + 16 i, 16..31 at 72 + 16 i.
-constexpr field_move q8_0_fields[] = {{0, 2, 0, 2}, {2, 16, 8, 16}, {18, 16, 72, 16}};
+// q8_0 (544-byte panel block, 16 rows): d at 2 i; weights 4k..4k+3 at 32 + 64 k + 4 i (k < 8).
+constexpr field_move q8_0_fields[] = {{0, 2, 0, 2},      {2, 4, 32, 4},     {6, 4, 96, 4},
+                                      {10, 4, 160, 4},   {14, 4, 224, 4},   {18, 4, 288, 4},
+                                      {22, 4, 352, 4},   {26, 4, 416, 4},   {30, 4, 480, 4}};
 
 // q5_k (704-byte quad): q4_k's fields (its qs 32 bytes further into the file's block), then qh: its
 // first 16 bytes of the 4 rows (576 + 16 i), its last 16 (640 + 16 i).
@@ -76,20 +82,20 @@ void block_panels_pack(std::byte* out, const std::byte* stored, dtype t, int row
   for (int o = 0; o < rows; ++o)
     for (int b = 0; b < nb; ++b) {
       const std::byte* block = stored + static_cast<std::size_t>(o) * block_row_bytes(t, cols) + static_cast<std::size_t>(b) * l.bytes;
-      std::byte* quad = out + quad_offset(t, nb, o, b);
-      const int i = o % block_panel_quad;
-      for (const field_move& f : fields_of(t)) std::memcpy(quad + f.to + f.row_step * i, block + f.from, f.bytes);
+      std::byte* to = out + unit_offset(t, nb, o, b);
+      const int i = o % unit_rows(t);
+      for (const field_move& f : fields_of(t)) std::memcpy(to + f.to + f.row_step * i, block + f.from, f.bytes);
     }
 }
 
 void block_panels_row(std::byte* out, const weight& w, int row) {
   const block_layout l = block_layout_of(w.type);
   const int nb = w.cols / l.elements;
-  const int i = row % block_panel_quad;
+  const int i = row % unit_rows(w.type);
   for (int b = 0; b < nb; ++b) {
-    const std::byte* quad = static_cast<const std::byte*>(w.data) + quad_offset(w.type, nb, row, b);
+    const std::byte* from = static_cast<const std::byte*>(w.data) + unit_offset(w.type, nb, row, b);
     std::byte* block = out + static_cast<std::size_t>(b) * l.bytes;
-    for (const field_move& f : fields_of(w.type)) std::memcpy(block + f.from, quad + f.to + f.row_step * i, f.bytes);
+    for (const field_move& f : fields_of(w.type)) std::memcpy(block + f.from, from + f.to + f.row_step * i, f.bytes);
   }
 }
 

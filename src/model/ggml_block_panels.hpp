@@ -1,18 +1,23 @@
 #pragma once
 // Block-quantized matrices repacked once at load into row panels, so one activation load and one
-// vpdpbusd feed 4 rows at once (docs/block-kernels.md draws the layout). Same bits per weight as the
+// vpdpbusd feed 16 rows at once (docs/block-kernels.md draws the layout). Same bits per weight as the
 // file: the blocks' fields are only moved, never re-encoded, and the repacked copy replaces the file's
-// tensor. A panel holds block_panel_rows rows (rows past the end are zero blocks); inside it, block b
-// of its 4 quads (4 rows each) in turn, then block b + 1, so a panel streams as one sequential run.
+// tensor. A panel holds block_panel_rows rows (rows past the end are zero blocks).
 //
-// q4_0's quad block (72 bytes): the 4 rows' fp16 scales d (8 bytes), then their 16 bytes of nibbles,
-// row after row: one zmm of nibbles, each 128-bit lane one row's block. q8_0's (136 bytes): the 4 d,
-// the 4 rows' weights 0..15, then their weights 16..31. q4_k's (576 bytes): the 4 rows'
-// d, then dmin (8 bytes each); their 12 packed scale bytes as three runs of 4 bytes per row (48 bytes);
-// then for each 32 bytes of nibbles (sub-blocks 2c, 2c + 1), the first 16 of every row, then the last 16.
-// q5_k's (704 bytes): q4_k's 576, then the rows' qh, its first 16 bytes of every row, then the last 16.
-// q6_k's (840 bytes): each 16 bytes of the block's first 208 (ql, qh, scales) of the 4 rows, one 64-byte
-// run per 16 bytes (row i's at 16 i), then the 4 d.
+// Block b of the panel's 16 rows, then block b + 1, so a panel streams as one sequential run; inside
+// a panel block every field is laid out 16 rows wide, 4 bytes of each row per 64 bytes (one row per
+// 32-bit element of a zmm), so one instruction works on the 16 rows. q4_0's panel block (288 bytes):
+// the 16 rows' fp16 scales d (32 bytes), then 4 runs of 64 bytes, run k holding bytes 4k..4k+3 of every
+// row's nibbles. q8_0's (544 bytes): the 16 d, then 8 runs, run k holding weights 4k..4k+3 of every row.
+// q4_k's (2304 bytes): the 16 d, the 16 dmin, 3 runs of the 12 packed scale bytes (4 a row), then 32
+// runs of the 128 bytes of nibbles. The quad layout (block_panel_quads_follow) is the alternative for
+// kernels that run 4 rows at a time: the panel's 4 quads one after the other, each quad's blocks in
+// order, a quad block holding block b of its 4 rows.
+// The quad layout's quad blocks: q5_k's (704 bytes): q4_k's quad block (the 4 rows' d, then dmin, 8 bytes
+// each; their 12 scale bytes as three runs of 4 bytes per row; then for each 32 bytes of nibbles, the
+// first 16 of every row, then the last 16), then the rows' qh, its first 16 bytes of every row, then the
+// last 16. q6_k's (840 bytes): each 16 bytes of the block's first 208 (ql, qh, scales) of the 4 rows, one
+// 64-byte run per 16 bytes (row i's at 16 i), then the 4 d.
 #include <cstddef>
 
 #include "pagedserve/weight.hpp"
@@ -20,11 +25,12 @@
 namespace pagedserve {
 
 constexpr int block_panel_rows = 16;  // rows per panel: ops.cpp's rows_per_tile, so a tile is a panel
-constexpr int block_panel_quad = 4;   // rows interleaved in one quad block
+constexpr int block_panel_quad = 4;   // rows interleaved in one quad block (the quad layout)
 
-// Whether a panel of t holds its quads one after the other (each quad's blocks in order: the K-quants,
-// whose kernels run one quad at a time) rather than block b of every quad, then block b + 1 (q4_0).
-constexpr bool block_panel_quads_follow(dtype t) { return t == dtype::q4_k || t == dtype::q5_k || t == dtype::q6_k; }
+// Whether a panel of t holds 4-row quads one after the other, each quad's blocks in order (the quad
+// layout, for kernels that run one quad at a time: q5_k, q6_k) rather than
+// block b of all 16 rows, then block b + 1 (q4_0, q8_0, q4_k).
+constexpr bool block_panel_quads_follow(dtype t) { return t == dtype::q5_k || t == dtype::q6_k; }
 
 // Whether type t has a panel layout (q4_0, q8_0, q4_k, q5_k, q6_k).
 constexpr bool block_panels_defined(dtype t) {

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <utility>
 
 namespace pagedserve {
@@ -73,6 +74,22 @@ void release_pages(std::span<const std::byte> bytes) {
   const auto first = (reinterpret_cast<std::uintptr_t>(bytes.data()) + page - 1) / page * page;
   const auto last = reinterpret_cast<std::uintptr_t>(bytes.data() + bytes.size()) / page * page;
   if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
+std::shared_ptr<std::byte> huge_page_buffer(std::size_t bytes) {
+  constexpr std::size_t huge = std::size_t{2} << 20;
+  const std::size_t size = std::max<std::size_t>(1, (bytes + huge - 1) / huge) * huge;
+  // One huge page more than needed, so the start can be moved to a 2 MiB boundary.
+  void* p = ::mmap(nullptr, size + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  const auto raw = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t start = (raw + huge - 1) / huge * huge;
+  if (start > raw) ::munmap(p, start - raw);
+  if (const std::uintptr_t end = raw + size + huge; end > start + size) ::munmap(reinterpret_cast<void*>(start + size), end - start - size);
+#ifdef MADV_HUGEPAGE
+  ::madvise(reinterpret_cast<void*>(start), size, MADV_HUGEPAGE);  // a hint: 4 KiB pages where refused
+#endif
+  return {reinterpret_cast<std::byte*>(start), [size](std::byte* q) { ::munmap(q, size); }};
 }
 
 }  // namespace pagedserve

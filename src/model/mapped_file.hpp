@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <expected>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -35,5 +36,11 @@ void prefault_pages(std::span<const std::byte> bytes);
 // nothing is lost, a later read faults them back in): for tensors a copy has replaced (row panels), so
 // the file's bytes and the copy are not both resident.
 void release_pages(std::span<const std::byte> bytes);
+
+// `bytes` of zeroed anonymous memory on 2 MiB-aligned transparent huge pages where the kernel grants
+// them (MADV_HUGEPAGE before the first touch: THP is "madvise" on Debian): weights streamed at tens of
+// GB/s cross a 4 KiB page every few hundred nanoseconds, each a TLB miss and a stop of the hardware
+// prefetcher. Unmapped when the last owner goes; throws std::bad_alloc when mmap fails.
+std::shared_ptr<std::byte> huge_page_buffer(std::size_t bytes);
 
 }  // namespace pagedserve
