@@ -106,7 +106,7 @@ std::vector<token_id> proposals_for(const scheduler_limits& limits, const sequen
 }
 
 // A draft model mirrors a sequence's rows (to keep its draft K/V valid) only while the sequence may
-// still propose: past the knee (no proposals for any sequence this step) or at its longest back-off
+// still propose: past the knee (the batch leaves no proposals for any sequence) or at its longest back-off
 // it lapses, and the draft costs nothing for it from then on. Lapsing is for good (until a preemption
 // readmits it): its draft K/V have gaps, and the target decides every token anyway.
 void lapse_draft_if_idle(const speculation_limits& limits, sequence& s, bool past_knee) {
@@ -160,7 +160,10 @@ step_plan schedule_step(scheduler_state& state, block_manager& blocks) {
   const speculation_limits& spec = state.limits.speculation;
   const int n_decodes = static_cast<int>(std::ranges::count_if(state.running, decoding));
   const int n_proposals = speculation_per_sequence(spec, state.cost, n_decodes);
-  const bool past_knee = n_decodes > 0 && n_proposals == 0;
+  // The batch is past the knee when its decodes leave no proposals for anyone though one sequence
+  // alone would get some: not when the learnt knee dips below 2 rows for a while (the draft's passes
+  // count in the steps it learns from), which would lapse a lone sequence for good.
+  const bool past_knee = n_decodes > 1 && n_proposals == 0 && speculation_per_sequence(spec, state.cost, 1) > 0;
   for (std::size_t i = 0; i < state.running.size(); ++i) {
     const int first = state.running[i].n_computed;
     if (!decoding(state.running[i])) continue;
