@@ -75,13 +75,13 @@ void executor_actor::on(execute_step m) {
   arena_.execute([&] {
     const step_batch* batch = m.batch.get();
     step_batch drafted;
-    if (draft_) {
+    if (draft_ && std::ranges::find(m.draft_mirrors, 1) != m.draft_mirrors.end()) {
       drafted = *m.batch;
       std::vector<draft_request> requests(chunks);
       for (std::size_t c = 0; c < chunks; ++c)
         requests[c] = {m.batch->logits_rows[first_row[c]], static_cast<int>(first_row[c + 1] - first_row[c]) - 1,
                        chunk_samplers[c]->temperature()};
-      drafts = draft_->propose(drafted, requests);
+      drafts = draft_->propose(drafted, requests, m.draft_mirrors);
       if (!m.proposed.empty()) m.proposed = drafts.tokens;
       batch = &drafted;
     }

@@ -16,6 +16,7 @@ void kv_allocator_actor::on(schedule_next_step m) {
   reply.plan = schedule_step(*reply.state, blocks_);
   report(reply.previous.freed);
   report(reply.plan.freed);
+  if (check_every_step_) check_invariants();
   if (!reply.plan.preempted.empty())
     log_->debug("step {}: KV pool full, {} sequences preempted", m.step.value, reply.plan.preempted.size());
   scheduler_->tell(std::move(reply));
@@ -25,12 +26,14 @@ void kv_allocator_actor::report(const blocks_freed& freed) {
   for (const std::string& fault : freed.faults) [[unlikely]]
     log_->critical("KV bookkeeping broken on free, block left out of the pool: {}", fault);
   if (freed.ids.empty()) return;
-  if (check_on_free_) {
-    const auto violation = blocks_.find_invariant_violation();
-    ps_check(!violation, violation ? *violation : "");
-  }
+  if (check_on_free_) check_invariants();
   log_->debug("freed {} sequences, {} of {} blocks free", freed.ids.size(), blocks_.n_blocks_free(),
               blocks_.n_blocks_total());
+}
+
+void kv_allocator_actor::check_invariants() const {
+  const auto violation = blocks_.find_invariant_violation();
+  ps_check(!violation, violation ? *violation : "");
 }
 
 void kv_allocator_actor::on(report_kv_status m) {

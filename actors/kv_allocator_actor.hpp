@@ -26,13 +26,17 @@ class kv_allocator_actor : public actor<kv_allocator_actor, kv_allocator_mailbox
   void on(report_kv_status m);
   // Runs block_manager::find_invariant_violation after every step that freed blocks, aborting on a violation.
   void check_invariants_on_free(bool on) { check_on_free_ = on; }
+  // The same after every step (tests).
+  void check_invariants_every_step(bool on) { check_every_step_ = on; }
 
  private:
   void report(const blocks_freed& freed);
+  void check_invariants() const;
 
   block_manager blocks_;
   mailbox_ref<scheduler_mailbox>* scheduler_ = nullptr;
   std::shared_ptr<spdlog::logger> log_;
+  bool check_every_step_ = false;
 #ifdef NDEBUG
   bool check_on_free_ = false;
 #else

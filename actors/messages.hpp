@@ -140,6 +140,9 @@ struct execute_step {
   // Empty, or parallel to sample_for: the tokens proposed after each chunk's last token (speculative
   // decoding; usually none). A chunk with k proposals has k + 1 logits rows.
   std::vector<std::vector<token_id>> proposed;
+  // Per sequence of the batch (one per plan chunk, in order): 1 where a draft model mirrors its rows
+  // (draft_proposer.hpp); none set: the draft does not run this step.
+  std::vector<char> draft_mirrors;
 };
 using executor_mailbox = std::variant<execute_step>;
 

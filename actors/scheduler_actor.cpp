@@ -126,6 +126,7 @@ void scheduler_actor::execute(const step_plan& plan) {
   dropped_.clear();
   for (const auto& [from, to] : plan.block_copies) e.block_copies.emplace_back(from.value, to.value);
   for (const step_chunk& c : plan.chunks) {
+    e.draft_mirrors.push_back(c.drafts);
     if (c.samples) {
       e.sample_for.push_back(c.id);
       e.proposed.push_back(c.proposed);

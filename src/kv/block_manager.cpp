@@ -25,7 +25,8 @@ block_manager::block_manager(int n_blocks, int block_size, bool prefix_caching)
       in_free_(n_blocks, false),
       hash_of_(n_blocks),
       parent_of_(n_blocks, 0),
-      tokens_of_(static_cast<std::size_t>(n_blocks) * block_size, 0) {
+      tokens_of_(static_cast<std::size_t>(n_blocks) * block_size, 0),
+      draft_kv_(n_blocks, false) {
   ps_check(n_blocks > 0 && block_size > 0, "block_manager: pool must have blocks of positive size");
   for (int b = 0; b < n_blocks; ++b) free_queue_push_back(b);
 }
@@ -64,6 +65,7 @@ block_id block_manager::take_free_block() {
     if (it != cached_.end() && it->second.value == b) cached_.erase(it);
     hash_of_[b].reset();
   }
+  draft_kv_[b] = false;
   ps_check(refcount_[b] == 0, "block_manager: allocated a block that is still referenced");
   refcount_[b] = 1;
   return block_id{b};
@@ -146,7 +148,8 @@ bool block_manager::ensure_capacity(request_id seq, int n_tokens, int first_writ
   return true;
 }
 
-void block_manager::commit_full_blocks(request_id seq, int first_block, std::span<const token_id> tokens) {
+void block_manager::commit_full_blocks(request_id seq, int first_block, std::span<const token_id> tokens,
+                                       bool draft_kv) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return;
   sequence_blocks& s = it->second;
@@ -162,6 +165,7 @@ void block_manager::commit_full_blocks(request_id seq, int first_block, std::spa
     if (prefix_caching_ && !hash_of_[b] && !cached_.contains(h)) {
       cached_.emplace(h, block_id{b});
       hash_of_[b] = h;
+      draft_kv_[b] = draft_kv;
       parent_of_[b] = s.last_hash();
       std::copy(block_tokens.begin(), block_tokens.end(), tokens_of_.begin() + static_cast<std::ptrdiff_t>(b) * block_size_);
     }
@@ -219,6 +223,12 @@ int block_manager::n_committed_blocks(request_id seq) const {
   return it == seqs_.end() ? 0 : it->second.n_committed;
 }
 
+bool block_manager::draft_kv_present(request_id seq, int n_blocks) const {
+  const std::vector<block_id>& t = table(seq);
+  ps_check(n_blocks <= static_cast<int>(t.size()), "draft_kv_present: beyond the table");
+  return std::all_of(t.begin(), t.begin() + n_blocks, [&](block_id b) { return draft_kv_[b.value]; });
+}
+
 std::optional<std::string> block_manager::find_invariant_violation() const {
   std::vector<std::int32_t> counted(refcount_.size(), 0);
   for (const auto& [seq, s] : seqs_)
@@ -239,6 +249,7 @@ std::optional<std::string> block_manager::find_invariant_violation() const {
              std::to_string(counted[b]) + " table references";
     if (in_free_[b] != (refcount_[b] == 0))
       return "block " + std::to_string(b) + (in_free_[b] ? " is free but referenced" : " is unreferenced but not free");
+    if (draft_kv_[b] && !hash_of_[b]) return "block " + std::to_string(b) + " has the draft K/V mark but no cache entry";
   }
   for (const auto& [h, b] : cached_)
     if (hash_of_[b.value] != h) return "cache entry names block " + std::to_string(b.value) + " which lost its hash";

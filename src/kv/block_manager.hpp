@@ -12,6 +12,11 @@
 // Parallel sampling: fork() gives a new sequence the blocks holding another's prompt, every one shared
 // by reference count. A write into a shared block copies it first (copy on write): ensure_capacity
 // hands back the block copies the executor must make before the step's forward pass.
+//
+// Speculative decoding's draft model keeps its K/V in the same blocks, but only while a sequence
+// mirrors the target's rows (schedule_step.hpp): a cached block carries a "draft K/V present" mark
+// when the sequence that committed it mirrored every row of it, so a later prompt that reuses it
+// knows whether the draft may read it. The mark goes when the block is taken for new data.
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -45,7 +50,8 @@ class block_manager {
   bool ensure_capacity(request_id seq, int n_tokens);
   // Records that full blocks first_block... of the sequence hold computed K/V: `tokens` are their
   // tokens (a multiple of block_size), continuing the blocks already recorded. Other prompts may reuse them.
-  void commit_full_blocks(request_id seq, int first_block, std::span<const token_id> tokens);
+  // draft_kv: the draft model's K/V of these blocks were written too (the blocks it caches get the mark).
+  void commit_full_blocks(request_id seq, int first_block, std::span<const token_id> tokens, bool draft_kv = false);
   // Speculative decoding's rollback: the sequence keeps only the blocks that hold its first n_tokens
   // tokens; the blocks past them (grown for proposals that were rejected) go back to the pool. Never
   // cuts into committed blocks: rejected tokens are never committed.
@@ -62,6 +68,8 @@ class block_manager {
   int n_matched_tokens(request_id seq) const;
   // Full blocks of the sequence already recorded in the prefix cache chain.
   int n_committed_blocks(request_id seq) const;
+  // Whether each of the sequence's first n_blocks blocks carries the draft model's K/V mark.
+  bool draft_kv_present(request_id seq, int n_blocks) const;
 
   int n_blocks_total() const { return static_cast<int>(refcount_.size()); }
   int n_blocks_free() const { return n_free_; }
@@ -75,7 +83,8 @@ class block_manager {
   std::uint64_t n_block_copies() const { return n_block_copies_; }  // copy-on-write copies made
 
   // Every block is free (refcount 0, in the free queue once) or referenced exactly refcount times by
-  // tables; every cache entry names a block carrying that hash. The first violation, or nothing.
+  // tables; every cache entry names a block carrying that hash; only cached blocks carry the draft
+  // K/V mark. The first violation, or nothing.
   // O(blocks + table entries): a test and debug-build facility, never on a release build's hot path.
   std::optional<std::string> find_invariant_violation() const;
 
@@ -105,6 +114,7 @@ class block_manager {
   std::vector<std::optional<std::uint64_t>> hash_of_;   // [n_blocks]
   std::vector<std::uint64_t> parent_of_;                // [n_blocks] parent hash of a cached block
   std::vector<token_id> tokens_of_;                     // [n_blocks * block_size] tokens of a cached block
+  std::vector<bool> draft_kv_;                          // [n_blocks] a cached block holds the draft's K/V too
   std::unordered_map<request_id, sequence_blocks> seqs_;
   std::uint64_t prefix_queries_ = 0, prefix_hits_ = 0;
   std::uint64_t n_forks_ = 0, n_block_copies_ = 0;

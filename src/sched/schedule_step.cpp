@@ -98,10 +98,19 @@ std::optional<std::optional<request_id>> admission_of(const scheduler_state& sta
 std::vector<token_id> proposals_for(const scheduler_limits& limits, const sequence& s, int n_max) {
   if (n_max <= 0 || s.params->format.type != output_format::kind::none) return {};
   if (!speculation_may_propose(s.spec_record, s.n_generated())) return {};
+  if (limits.speculation.draft_model && s.draft_lapsed) return {};
   const int n_tokens = static_cast<int>(s.tokens.size());
   n_max = std::min({n_max, s.params->max_tokens - s.n_generated() - 1, limits.context_len - n_tokens});
   if (limits.speculation.draft_model) return std::vector<token_id>(std::max(0, n_max), token_id{0});  // placeholders
   return ngram_propose(s.tokens, {limits.speculation.lookup_max, limits.speculation.lookup_min}, n_max);
+}
+
+// A draft model mirrors a sequence's rows (to keep its draft K/V valid) only while the sequence may
+// still propose: past the knee (the batch leaves no proposals for any sequence) or at its longest back-off
+// it lapses, and the draft costs nothing for it from then on. Lapsing is for good (until a preemption
+// readmits it): its draft K/V have gaps, and the target decides every token anyway.
+void lapse_draft_if_idle(const speculation_limits& limits, sequence& s, bool past_knee) {
+  if (limits.draft_model && (past_knee || speculation_backoff_at_longest(s.spec_record))) s.draft_lapsed = true;
 }
 
 // Proposals that fit the blocks: those needing a new block only while the pool has blocks to spare
@@ -148,18 +157,25 @@ step_plan schedule_step(scheduler_state& state, block_manager& blocks) {
   // decoding, followed by the tokens n-gram lookup proposes, as many as the batch's size still makes
   // worth verifying (speculation_policy.hpp).
   const auto decoding = [](const sequence& s) { return static_cast<int>(s.tokens.size()) - s.n_computed == 1; };
-  const int n_proposals = speculation_per_sequence(state.limits.speculation, state.cost,
-                                                   static_cast<int>(std::ranges::count_if(state.running, decoding)));
+  const speculation_limits& spec = state.limits.speculation;
+  const int n_decodes = static_cast<int>(std::ranges::count_if(state.running, decoding));
+  const int n_proposals = speculation_per_sequence(spec, state.cost, n_decodes);
+  // The batch is past the knee when its decodes leave no proposals for anyone though one sequence
+  // alone would get some: not when the learnt knee dips below 2 rows for a while (the draft's passes
+  // count in the steps it learns from), which would lapse a lone sequence for good.
+  const bool past_knee = n_decodes > 1 && n_proposals == 0 && speculation_per_sequence(spec, state.cost, 1) > 0;
   for (std::size_t i = 0; i < state.running.size(); ++i) {
     const int first = state.running[i].n_computed;
     if (!decoding(state.running[i])) continue;
     if (!budget.take_decode(first)) break;
+    lapse_draft_if_idle(spec, state.running[i], past_knee);
     std::vector<token_id> proposed = proposals_for(state.limits, state.running[i], n_proposals);
     proposed.resize(proposals_fitting(blocks, state.running[i], static_cast<int>(proposed.size())));
     proposed.resize(budget.take_proposals(first, static_cast<int>(proposed.size())));
     const int n = 1 + static_cast<int>(proposed.size());
     if (!allocate_running(state, blocks, plan, i, first + n)) break;
-    plan.chunks.push_back({state.running[i].id, first, n, true, false, std::nullopt, std::move(proposed)});
+    plan.chunks.push_back({state.running[i].id, first, n, true, false, std::nullopt, std::move(proposed),
+                           spec.draft_model && !state.running[i].draft_lapsed});
   }
 
   // 2. Prefill chunks of running sequences, within what the decodes leave of the step.
@@ -171,7 +187,9 @@ step_plan schedule_step(scheduler_state& state, block_manager& blocks) {
     const int n = budget.take_prefill(first, remaining);
     if (n == 0) continue;
     if (!allocate_running(state, blocks, plan, i, first + n)) break;
-    plan.chunks.push_back({state.running[i].id, first, n, n == remaining, false, std::nullopt, {}});
+    lapse_draft_if_idle(spec, state.running[i], past_knee);
+    plan.chunks.push_back({state.running[i].id, first, n, n == remaining, false, std::nullopt, {},
+                           spec.draft_model && !state.running[i].draft_lapsed});
   }
 
   // 3. Admissions, taking turns across clients, while the step and the sequence cap have room. The
@@ -195,13 +213,20 @@ step_plan schedule_step(scheduler_state& state, block_manager& blocks) {
         plan.freed.faults.push_back(std::move(*fault));
       break;
     }
+    // The draft may read the prefix it starts after only if its K/V are there: the fork source's
+    // draft K/V are valid while it mirrors, a cached block's where it carries the mark.
+    const bool draft_kv_valid = next->fork_from ? !running_sequence(state, *next->fork_from).draft_lapsed
+                                                : blocks.draft_kv_present(s.id, first / blocks.block_size());
+    s.draft_lapsed = !draft_kv_valid;
+    lapse_draft_if_idle(spec, s, past_knee);
     sequence admitted = std::move(s);
     state.waiting.erase(state.waiting.begin() + static_cast<std::ptrdiff_t>(next->index));
     admitted.arrival = state.next_arrival++;
     admitted.n_computed = first;
     admitted.fork_of.reset();  // admitted once; after a preemption it is recomputed like any sequence
     ++n_running_of[admitted.client];
-    plan.chunks.push_back({admitted.id, first, n, n == remaining, true, next->fork_from, {}});
+    plan.chunks.push_back({admitted.id, first, n, n == remaining, true, next->fork_from, {},
+                           spec.draft_model && !admitted.draft_lapsed});
     state.running.push_back(std::move(admitted));
   }
 
@@ -262,7 +287,8 @@ step_result apply_step_result(scheduler_state& state, block_manager& blocks, con
     const int first_block = c.first / block_size, end_block = s.n_computed / block_size;
     if (end_block > first_block)
       blocks.commit_full_blocks(s.id, first_block,
-                                std::span(s.tokens).subspan(first_block * block_size, (end_block - first_block) * block_size));
+                                std::span(s.tokens).subspan(first_block * block_size, (end_block - first_block) * block_size),
+                                c.drafts);  // mirrored now, so before too: a lapse lasts until readmission
     if (!c.proposed.empty()) blocks.truncate(s.id, static_cast<int>(s.tokens.size()));
     if (!c.samples) continue;
     s.n_spec_draft_tokens += static_cast<int>(c.proposed.size());

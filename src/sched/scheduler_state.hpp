@@ -58,6 +58,9 @@ struct sequence {
   int n_spec_draft_tokens = 0;     // proposals verified so far (usage)
   int n_spec_accepted_tokens = 0;  // of which accepted
   speculation_record spec_record;  // recent acceptance; proposals cut off while it does not pay
+  // Draft-model speculation: the draft no longer mirrors this sequence's rows, so its draft K/V are
+  // not valid and it never proposes again (decided afresh at each admission; schedule_step.cpp).
+  bool draft_lapsed = false;
 
   int n_generated() const { return static_cast<int>(tokens.size()) - n_prompt; }
 };
@@ -74,6 +77,7 @@ struct step_chunk {
   // Speculative decoding: tokens proposed to follow the sequence's last token, verified in this step
   // (the chunk is the last token then these, n_tokens = 1 + proposed.size(), every row sampled).
   std::vector<token_id> proposed;
+  bool drafts = false;  // the draft model mirrors this chunk's rows (draft-model speculation only)
 };
 
 // What happened to a sequence in a step (or at a step boundary, for cancellations).

@@ -19,6 +19,8 @@ double speculation_break_even(const speculation_limits& limits, const step_cost_
   return std::min(1.0, 1.0 / (knee / std::max(1, n_decodes) + 1.0) + drafting);
 }
 
+bool speculation_backoff_at_longest(const speculation_record& r) { return r.n_cutoffs > max_backoff_doublings; }
+
 void speculation_observe(speculation_record& r, int n_proposed, int n_accepted, double break_even, int n_generated) {
   if (n_proposed <= 0) return;
   r.n_proposed = r.n_proposed * record_decay + n_proposed;

@@ -26,6 +26,9 @@ struct speculation_record {
 double speculation_break_even(const speculation_limits& limits, const step_cost_model& cost, int n_decodes);
 // Whether the sequence proposes now (it is not backing off).
 inline bool speculation_may_propose(const speculation_record& r, int n_generated) { return n_generated >= r.resume_at; }
+// Whether the sequence backs off for the longest time (cut off again and again): a draft model stops
+// mirroring it then, as it does past the knee (schedule_step.cpp).
+bool speculation_backoff_at_longest(const speculation_record& r);
 // Records one verification (n_proposed > 0 of which n_accepted were accepted) and cuts proposals off
 // for a back-off when the recent acceptance is below break_even.
 void speculation_observe(speculation_record& r, int n_proposed, int n_accepted, double break_even, int n_generated);

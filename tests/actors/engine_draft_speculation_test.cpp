@@ -3,7 +3,9 @@
 // the verifications), for stories260K drafting for itself (every proposal accepted) and for random-
 // weight pairs written here with one vocabulary (the draft = the target's weights with noise, so
 // proposals are partly rejected); with cancels and preemption over a small pool, the KV pool's
-// invariants hold at every free and the pool comes back whole.
+// invariants hold at every step and the pool comes back whole. Past the knee the draft stops
+// mirroring a sequence (it lapses): the output stays the target's, and a prefix-cache hit on blocks
+// a lapsed sequence wrote starts lapsed.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -158,6 +160,110 @@ TEST(engine_draft_speculation, a_noisy_random_weight_draft_gives_the_target_gree
   }
 }
 
+// stories260K drafting for itself (every proposal accepted wherever the draft's K/V are valid) with
+// blocks of 8 tokens and proposals only while a step holds at most 8 rows: one decoding sequence gets
+// 4 proposals, two get 3 each, five get none (past the knee: the draft stops mirroring them, for good).
+struct lapse_rig {
+  lapse_rig(const test::loaded_model& s, bool with_draft) {
+    engine_config cfg;
+    cfg.kv_blocks = 512;  // no preemption, no eviction: every prompt's blocks stay cached
+    cfg.block_size = 8;
+    if (with_draft) cfg.speculative = {"draft_model", 4, 4, 1, "draft", 8};
+    e = std::make_unique<engine>(io.get_executor(), s.weights, s.vocabulary, cfg, nullptr,
+                                 with_draft ? s.weights : nullptr);
+    e->kv_allocator().check_invariants_every_step(true);
+  }
+  void start(const std::string& id, const std::string& prompt, int max_tokens) {
+    sampling_params p;
+    p.temperature = 0;
+    p.max_tokens = max_tokens;
+    p.ignore_eos = true;  // every request runs its max_tokens
+    test::start_request(*e, link, id, prompt, p);
+  }
+  test::recorded_request request(const std::string& id) { return link->requests()[id]; }
+  bool run_until_ended(int n) { return test::run_until(io, [&] { return link->n_ended() == n; }); }
+
+  boost::asio::io_context io;
+  std::shared_ptr<test::recording_link> link = std::make_shared<test::recording_link>();
+  std::unique_ptr<engine> e;
+};
+
+// r0 decodes alone with proposals, then four requests join: past the knee r0 lapses, and once they
+// are gone it stays without proposals (its draft K/V have gaps), its output the target's throughout.
+// Returns how many tokens r0 had when it was alone again.
+int run_lapse_mid_way(lapse_rig& rig) {
+  rig.start("r0", "Once upon a time", 400);
+  EXPECT_TRUE(test::run_until(rig.io, [&] { return rig.request("r0").ids.size() >= 8; }));
+  const char* others[] = {"One day, Lily", "The cat", "Tim and Sue went to the park.", "A big dog"};
+  for (int i = 0; i < 4; ++i) rig.start("r" + std::to_string(i + 1), others[i], 40);
+  EXPECT_TRUE(rig.run_until_ended(4));  // the four others, shorter than r0
+  const int n_alone = static_cast<int>(rig.request("r0").ids.size());
+  EXPECT_TRUE(rig.run_until_ended(5));
+  return n_alone;
+}
+
+TEST(engine_draft_speculation, a_sequence_lapses_mid_way_when_others_join_and_keeps_the_greedy_output) {
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
+  const auto s = load_stories();
+  lapse_rig plain(s, false), spec(s, true);
+  run_lapse_mid_way(plain);
+  const int n_alone = run_lapse_mid_way(spec);
+  for (int i = 0; i < 5; ++i) {
+    const std::string id = "r" + std::to_string(i);
+    EXPECT_EQ(spec.request(id).ids, plain.request(id).ids) << id;
+  }
+  const test::recorded_request r0 = spec.request("r0");
+  EXPECT_EQ(r0.completion_tokens, 400);
+  ASSERT_LE(n_alone, 360) << "r0 was alone again too late to tell";
+  EXPECT_GT(r0.spec_draft_tokens, 0);
+  EXPECT_EQ(r0.spec_accepted_tokens, r0.spec_draft_tokens);
+  // Every proposal (all accepted: each one a token) before r0 was alone again, bar one step in flight;
+  // alone, not lapsed, it would propose 4 per step for its last 40+ tokens.
+  EXPECT_LE(r0.spec_draft_tokens, n_alone + 4) << n_alone;
+}
+
+// Prompts whose blocks are cached by a sequence the draft did not mirror (admitted past the knee)
+// lack the block manager's draft K/V mark: a later request reusing them starts lapsed and proposes
+// nothing (the draft would read K/V it never wrote). Blocks cached by a mirrored sequence carry the
+// mark, and a request reusing them proposes with the draft's cached K/V, every proposal accepted.
+void run_prefix_hits(lapse_rig& rig) {
+  const std::string lapsed_prompt = "Tim and Sue went to the park. Tim and Sue went to the park. Tim and Sue played.";
+  const std::string mirrored_prompt = "Sam had a red ball. He threw the ball to his friend Max in the big green garden.";
+  const char* fillers[] = {"One day", "The cat", "A big dog", "Once upon a time", "Lily"};
+  for (int i = 0; i < 5; ++i) rig.start("f" + std::to_string(i), fillers[i], 300);  // running while x starts
+  EXPECT_TRUE(test::run_until(rig.io, [&] {
+    for (int i = 0; i < 5; ++i)
+      if (rig.request("f" + std::to_string(i)).ids.size() < 2) return false;
+    return true;
+  }));
+  rig.start("x", lapsed_prompt, 8);  // admitted while five decode: lapsed from its first row
+  EXPECT_TRUE(rig.run_until_ended(6));
+  rig.start("y", lapsed_prompt, 40);
+  EXPECT_TRUE(rig.run_until_ended(7));
+  rig.start("z", mirrored_prompt, 8);
+  EXPECT_TRUE(rig.run_until_ended(8));
+  rig.start("w", mirrored_prompt, 40);
+  EXPECT_TRUE(rig.run_until_ended(9));
+}
+
+TEST(engine_draft_speculation, a_prefix_hit_on_blocks_a_lapsed_sequence_wrote_starts_lapsed) {
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
+  const auto s = load_stories();
+  lapse_rig plain(s, false), spec(s, true);
+  run_prefix_hits(plain);
+  run_prefix_hits(spec);
+  for (const char* id : {"f0", "f1", "f2", "f3", "f4", "x", "y", "z", "w"})
+    EXPECT_EQ(spec.request(id).ids, plain.request(id).ids) << id;
+  const engine_status st = test::status_of(spec.io, *spec.e);
+  EXPECT_GE(st.kv.prefix_cache_hits, 2u * 3 * 8) << "y and w reuse at least 3 blocks of their prompts";
+  EXPECT_EQ(st.kv.blocks_free, st.kv.blocks_total);
+  EXPECT_EQ(spec.request("x").spec_draft_tokens, 0);
+  EXPECT_EQ(spec.request("y").spec_draft_tokens, 0) << "proposals read from draft K/V nobody wrote";
+  const test::recorded_request w = spec.request("w");
+  EXPECT_GT(w.spec_draft_tokens, 0);
+  EXPECT_EQ(w.spec_accepted_tokens, w.spec_draft_tokens);
+}
+
 TEST(engine_draft_speculation, random_requests_with_cancels_keep_the_pool_sound) {
   PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
   const auto s = load_stories();
@@ -168,9 +274,10 @@ TEST(engine_draft_speculation, random_requests_with_cancels_keep_the_pool_sound)
   cfg.block_size = 4;
   cfg.max_num_batched_tokens = 24;
   cfg.prefix_caching = true;
-  cfg.speculative = {"draft_model", 3, 4, 1, "draft", 64};
+  // A step of more than 6 rows is past the knee: sequences lapse, and later prompts hit their blocks.
+  cfg.speculative = {"draft_model", 3, 4, 1, "draft", 6};
   engine e(io.get_executor(), target, s.vocabulary, cfg, nullptr, draft);
-  e.kv_allocator().check_invariants_on_free(true);
+  e.kv_allocator().check_invariants_every_step(true);
   auto link = std::make_shared<test::recording_link>();
   std::mt19937 rng(3);
   std::vector<std::shared_ptr<request_actor>> actors;

@@ -141,5 +141,41 @@ TEST(block_manager_prefix_cache, freed_cached_blocks_stay_reusable_until_evicted
   EXPECT_FALSE(m.find_invariant_violation());
 }
 
+// A draft model's K/V share the blocks: a cached block says whether they were written with it, and a
+// block taken for new data loses the mark with its cache entry.
+TEST(block_manager_prefix_cache, a_cached_block_carries_the_draft_kv_mark_of_its_writer_until_reused) {
+  block_manager m(4, 4);
+  const auto a = iota_tokens(9, 100), b = iota_tokens(9, 300), c = iota_tokens(16, 500);
+  m.match_prefix(request_id{1}, a, 0);
+  ASSERT_TRUE(m.ensure_capacity(request_id{1}, 9));
+  m.commit_full_blocks(request_id{1}, 0, std::span(a).first(8), true);  // written by a mirroring sequence
+  m.free_sequence(request_id{1});
+  EXPECT_EQ(m.match_prefix(request_id{2}, a, 0), 8);
+  EXPECT_TRUE(m.draft_kv_present(request_id{2}, 2));
+  m.free_sequence(request_id{2});
+  m.match_prefix(request_id{3}, b, 0);
+  ASSERT_TRUE(m.ensure_capacity(request_id{3}, 9));
+  m.commit_full_blocks(request_id{3}, 0, std::span(b).first(4), false);  // a lapsed one: no draft K/V
+  m.commit_full_blocks(request_id{3}, 1, std::span(b).subspan(4, 4), true);
+  m.free_sequence(request_id{3});
+  EXPECT_EQ(m.match_prefix(request_id{4}, b, 0), 8);
+  EXPECT_FALSE(m.draft_kv_present(request_id{4}, 2));
+  EXPECT_FALSE(m.draft_kv_present(request_id{4}, 1));
+  EXPECT_TRUE(m.draft_kv_present(request_id{4}, 0));
+  m.free_sequence(request_id{4});
+  // Every block taken for new data: none keeps the mark, though `a` is written again without it.
+  m.match_prefix(request_id{5}, c, 0);
+  ASSERT_TRUE(m.ensure_capacity(request_id{5}, 16));
+  EXPECT_FALSE(m.find_invariant_violation());
+  m.free_sequence(request_id{5});
+  m.match_prefix(request_id{6}, a, 0);
+  ASSERT_TRUE(m.ensure_capacity(request_id{6}, 9));
+  m.commit_full_blocks(request_id{6}, 0, std::span(a).first(8));
+  m.free_sequence(request_id{6});
+  EXPECT_EQ(m.match_prefix(request_id{7}, a, 0), 8);
+  EXPECT_FALSE(m.draft_kv_present(request_id{7}, 1));
+  EXPECT_FALSE(m.find_invariant_violation());
+}
+
 }  // namespace
 }  // namespace pagedserve
