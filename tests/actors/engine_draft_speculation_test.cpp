@@ -69,13 +69,7 @@ run_result run_all(std::shared_ptr<const model> target, std::shared_ptr<const to
   sampling_params greedy;
   greedy.temperature = temperature;
   greedy.max_tokens = 80;
-  std::size_t started = 0;
-  while (started < prompts.size()) {
-    const std::size_t batch_end = std::min(prompts.size(), started + concurrent);
-    for (; started < batch_end; ++started)
-      test::start_request(e, link, "r" + std::to_string(started), prompts[started], greedy);
-    EXPECT_TRUE(test::run_until(io, [&] { return link->n_ended() == static_cast<int>(started); }));
-  }
+  EXPECT_TRUE(test::run_in_waves(io, e, link, prompts, greedy, concurrent));
   run_result r{link->requests(), 0, 0};
   for (const auto& [id, req] : r.requests) {
     r.n_spec_accepted += req.spec_accepted_tokens;

@@ -7,8 +7,11 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "actors/engine.hpp"
 #include "actors/request_actor.hpp"
@@ -115,6 +118,19 @@ bool run_until(boost::asio::io_context& io, Pred pred, std::chrono::seconds limi
     if (std::chrono::steady_clock::now() > deadline) return false;
     io.restart();
     io.run_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+// Runs prompts as requests "r0", "r1", ... with params, `concurrent` at a time: each wave starts when
+// the one before has ended. False when a wave did not end in time.
+inline bool run_in_waves(boost::asio::io_context& io, engine& e, const std::shared_ptr<recording_link>& link,
+                         const std::vector<std::string>& prompts, const sampling_params& params, std::size_t concurrent) {
+  std::size_t started = 0;
+  while (started < prompts.size()) {
+    const std::size_t wave_end = std::min(prompts.size(), started + concurrent);
+    for (; started < wave_end; ++started) start_request(e, link, "r" + std::to_string(started), prompts[started], params);
+    if (!run_until(io, [&] { return link->n_ended() == static_cast<int>(started); })) return false;
   }
   return true;
 }
