@@ -114,6 +114,8 @@ engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const mod
                                          draft}) {
   max_prompt_bytes_ = 4 * longest_token_bytes(*tokenizer_) * static_cast<std::size_t>(max_sequence_tokens());
   kv_.connect(scheduler_);
+  kv_.publish_to(status_);
+  scheduler_.publish_to(status_);
   scheduler_.connect(kv_, executor_, &metrics_);
   executor_.connect(scheduler_);
 }
@@ -132,12 +134,9 @@ int engine::default_max_tokens(int n_prompt) const {
 int engine::max_sequence_tokens() const { return context_len_of(model_->config, config_, draft_.get()); }
 
 void engine::report_status(std::function<void(engine_status)> done) {
-  // The scheduler's figures first, then the allocator's, each read on its own strand.
-  scheduler_.tell(report_scheduler_status{[this, done = std::move(done)](scheduler_status s) mutable {
-    kv_.tell(report_kv_status{[this, s, done = std::move(done)](kv_pool_status kv) {
-      done({s, kv, {executor_.busy_seconds(), executor_.gap_seconds()}});
-    }});
-  }});
+  // From the board, at once: the engine thread may be in the middle of a long step.
+  const auto [queues, pool] = status_.read();
+  done({queues, pool, {executor_.busy_seconds(), executor_.gap_seconds()}});
 }
 
 std::shared_ptr<generation_handle> engine::submit(generate_command command, std::shared_ptr<client_link> link,

@@ -9,6 +9,7 @@
 #include "actors/executor_actor.hpp"
 #include "actors/kv_allocator_actor.hpp"
 #include "actors/scheduler_actor.hpp"
+#include "actors/status_board.hpp"
 #include "pagedserve/config.hpp"
 #include "pagedserve/engine_api.hpp"
 #include "metrics/metrics.hpp"
@@ -57,8 +58,8 @@ class engine final : public engine_api {
   // than generation_config.json's max_new_tokens (under generation_config "auto").
   int default_max_tokens(int n_prompt) const;
 
-  // Asks the scheduler and the allocator for their figures; `done` runs once with both, on an
-  // arbitrary strand (post it back to yours).
+  // The scheduler's and the allocator's latest published figures (status_board.hpp); `done` runs
+  // once with both, at once, on the caller's thread: it never waits for a running step.
   void report_status(std::function<void(engine_status)> done) override;
 
   // engine_api: a request actor per generation, on the network io_context.
@@ -79,6 +80,7 @@ class engine final : public engine_api {
   sampling_params request_defaults_;
   std::size_t max_prompt_bytes_ = 0;
   serving_metrics metrics_;
+  status_board status_;         // /health's figures, published by the scheduler and the allocator
   actor_thread engine_thread_;  // declared before the actors: it outlives their strands
   kv_allocator_actor kv_;
   scheduler_actor scheduler_;

@@ -19,6 +19,7 @@ void kv_allocator_actor::on(schedule_next_step m) {
   if (check_every_step_) check_invariants();
   if (!reply.plan.preempted.empty())
     log_->debug("step {}: KV pool full, {} sequences preempted", m.step.value, reply.plan.preempted.size());
+  if (board_) board_->publish(pool_status());
   scheduler_->tell(std::move(reply));
 }
 
@@ -36,10 +37,12 @@ void kv_allocator_actor::check_invariants() const {
   ps_check(!violation, violation ? *violation : "");
 }
 
-void kv_allocator_actor::on(report_kv_status m) {
-  m.reply({blocks_.n_blocks_total(), blocks_.n_blocks_free(), blocks_.n_blocks_cached(), blocks_.block_size(),
-           blocks_.n_sequences(), blocks_.prefix_queries(), blocks_.prefix_hits(), blocks_.n_forks(),
-           blocks_.n_block_copies()});
+kv_pool_status kv_allocator_actor::pool_status() const {
+  return {blocks_.n_blocks_total(), blocks_.n_blocks_free(), blocks_.n_blocks_cached(), blocks_.block_size(),
+          blocks_.n_sequences(), blocks_.prefix_queries(), blocks_.prefix_hits(), blocks_.n_forks(),
+          blocks_.n_block_copies()};
 }
+
+void kv_allocator_actor::on(report_kv_status m) { m.reply(pool_status()); }
 
 }  // namespace pagedserve

@@ -13,6 +13,7 @@
 #include <spdlog/logger.h>
 
 #include "actors/messages.hpp"
+#include "actors/status_board.hpp"
 #include "kv/block_manager.hpp"
 
 namespace pagedserve {
@@ -21,6 +22,12 @@ class kv_allocator_actor : public actor<kv_allocator_actor, kv_allocator_mailbox
  public:
   kv_allocator_actor(const boost::asio::any_io_executor& ex, int n_blocks, int block_size, bool prefix_caching);
   void connect(mailbox_ref<scheduler_mailbox>& scheduler) { scheduler_ = &scheduler; }
+  // Publishes the pool's figures to board now and after every step (before the step's replies go out).
+  // Call before the first message.
+  void publish_to(status_board& board) {
+    board_ = &board;
+    board_->publish(pool_status());
+  }
 
   void on(schedule_next_step m);
   void on(report_kv_status m);
@@ -31,10 +38,12 @@ class kv_allocator_actor : public actor<kv_allocator_actor, kv_allocator_mailbox
 
  private:
   void report(const blocks_freed& freed);
+  kv_pool_status pool_status() const;
   void check_invariants() const;
 
   block_manager blocks_;
   mailbox_ref<scheduler_mailbox>* scheduler_ = nullptr;
+  status_board* board_ = nullptr;
   std::shared_ptr<spdlog::logger> log_;
   bool check_every_step_ = false;
 #ifdef NDEBUG

@@ -87,6 +87,7 @@ void scheduler_actor::on(finish_all m) {
 }
 
 void scheduler_actor::start_step_if_idle() {
+  publish_status();
   if (state_ && !executing_) send_schedule(std::nullopt, false);
 }
 
@@ -108,6 +109,7 @@ void scheduler_actor::on(step_scheduled m) {
     }
   }
   // The allocator has freed the finished sequences' blocks: now their clients may hear they ended.
+  publish_status();
   deliver(m.previous.updates, std::move(executed_logprobs_));
   executed_logprobs_.clear();
   deliver(m.plan.finished, {});
@@ -137,6 +139,7 @@ void scheduler_actor::execute(const step_plan& plan) {
       e.started.push_back({c.id, s->params, seed, {s->tokens.begin(), s->tokens.begin() + s->n_prompt}});
     }
   }
+  publish_status();
   executor_->tell(std::move(e));
 }
 
@@ -187,9 +190,17 @@ void scheduler_actor::deliver(std::vector<sequence_update>& updates,
   }
 }
 
+scheduler_status scheduler_actor::queue_status() const {
+  return {state_->n_running(), state_->n_waiting(), state_->n_preemptions, n_steps_};
+}
+
+void scheduler_actor::publish_status() {
+  if (board_ && state_) board_->publish(queue_status());
+}
+
 void scheduler_actor::on(report_scheduler_status m) {
   if (defer_while_lent(m)) return;
-  m.reply({state_->n_running(), state_->n_waiting(), state_->n_preemptions, n_steps_});
+  m.reply(queue_status());
 }
 
 }  // namespace pagedserve

@@ -25,6 +25,7 @@
 #include <unordered_set>
 
 #include "actors/messages.hpp"
+#include "actors/status_board.hpp"
 #include "metrics/metrics.hpp"
 #include "sched/scheduler_state.hpp"
 
@@ -49,8 +50,13 @@ class scheduler_actor : public actor<scheduler_actor, scheduler_mailbox> {
   void on(step_scheduled m);
   void on(step_executed m);
   void on(report_scheduler_status m);
+  // Publishes the queues' figures to board whenever they change (the network edge reads it there).
+  void publish_to(status_board& board) { board_ = &board; }
 
  private:
+  scheduler_status queue_status() const;
+  // To the board, when the queues are here (not lent).
+  void publish_status();
   // Starts an exchange unless one is under way or a step is executing.
   void start_step_if_idle();
   void send_schedule(std::optional<schedule_next_step::executed> previous, bool follows_step);
@@ -67,6 +73,7 @@ class scheduler_actor : public actor<scheduler_actor, scheduler_mailbox> {
   std::unique_ptr<scheduler_state> state_;  // null while lent to the allocator
   mailbox_ref<kv_allocator_mailbox>* kv_ = nullptr;
   mailbox_ref<executor_mailbox>* executor_ = nullptr;
+  status_board* board_ = nullptr;
   serving_metrics* metrics_ = nullptr;  // queue time (null in tests that need no metrics)
 
   bool executing_ = false;     // a step is at the executor

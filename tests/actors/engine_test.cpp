@@ -2,6 +2,8 @@
 // pool comes back whole after hundreds of random requests, cancellations and preemptions.
 #include <gtest/gtest.h>
 
+#include <future>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -53,6 +55,39 @@ TEST(engine, eight_prompts_batched_equal_each_alone) {
     const engine_status st = test::status_of(io, e);
     EXPECT_EQ(st.kv.blocks_free, st.kv.blocks_total);
   }
+}
+
+// /health and /metrics read the engine's figures while the engine thread may be deep in a long step
+// (a prefill chunk of a large model takes seconds): report_status answers at once from what the
+// scheduler and the allocator last published, and those figures are the settled ones after a request.
+TEST(engine, status_is_answered_while_the_engine_thread_is_busy) {
+  PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
+  const auto s = load_stories();
+  boost::asio::io_context io;
+  engine_config cfg;
+  cfg.kv_blocks = 64;
+  engine e(io.get_executor(), s.weights, s.vocabulary, cfg);
+  auto link = std::make_shared<test::recording_link>();
+  test::start_request(e, link, "r0", "Once upon a time", greedy(20));
+  ASSERT_TRUE(test::run_until(io, [&] { return link->n_ended() == 1; }));
+
+  // Hold the engine thread (the scheduler's strand runs on it, as do the allocator and the executor).
+  std::promise<void> release;
+  std::promise<void> holding;
+  boost::asio::post(e.scheduler().strand(), [&, gate = release.get_future().share()] {
+    holding.set_value();
+    gate.wait();
+  });
+  holding.get_future().wait();
+  std::optional<engine_status> got;
+  e.report_status([&](engine_status st) { got = st; });
+  release.set_value();
+  ASSERT_TRUE(got.has_value()) << "report_status waited for the engine thread";
+  EXPECT_EQ(got->kv.blocks_free, got->kv.blocks_total);
+  EXPECT_EQ(got->kv.blocks_total, 64);
+  EXPECT_EQ(got->scheduler.running, 0);
+  EXPECT_EQ(got->scheduler.waiting, 0);
+  EXPECT_GT(got->scheduler.steps, 0u);
 }
 
 // With an fp16 or q8 K/V cache (--kv-cache-dtype f16, q8) a request's greedy output is still the same
