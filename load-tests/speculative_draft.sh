@@ -82,31 +82,16 @@ for n in ${LAYERS:-1 2 4}; do
 done
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); target $dim x $layers layers (alpha $alpha), vocab $vocab; k=$k"
 
-python3 - "$plain_port" "$rounds" "$max_tokens" "${ports[@]}" <<'PY'
-import json, sys, threading, time, urllib.request
+PYTHONPATH="$root/load-tests" python3 - "$plain_port" "$rounds" "$max_tokens" "${ports[@]}" <<'PY'
+import sys
+from functools import partial
+import spec_client
 plain, rounds, max_tokens = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 drafts = [(int(a.split(":")[0]), int(a.split(":")[1])) for a in sys.argv[4:]]
 prompts = ["Once upon a time, there was a", "The little dog ran to the", "def add(a, b):\n    return"]
+complete = partial(spec_client.complete, max_tokens=max_tokens)
+streams = lambda port, n: spec_client.streams(port, prompts, n, max_tokens)
 
-def complete(port, prompt):
-    body = json.dumps({"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True}).encode()
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", body, {"Content-Type": "application/json"})
-    t0 = time.perf_counter()
-    with urllib.request.urlopen(req, timeout=900) as r:
-        out = json.load(r)
-    u = out["usage"]
-    d = u.get("completion_tokens_details") or {}
-    a = d.get("accepted_prediction_tokens", 0)
-    return u["completion_tokens"], time.perf_counter() - t0, a, a + d.get("rejected_prediction_tokens", 0), out["choices"][0]["text"]
-
-def streams(port, n):
-    results = [None] * n
-    def one(i): results[i] = complete(port, prompts[i % len(prompts)])
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
-    t0 = time.perf_counter()
-    for t in threads: t.start()
-    for t in threads: t.join()
-    return sum(r[0] for r in results) / (time.perf_counter() - t0), sum(r[2] for r in results), sum(r[3] for r in results)
 
 for p in prompts[:1]:
     complete(plain, p)

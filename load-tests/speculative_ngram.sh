@@ -45,34 +45,18 @@ start /tmp/spec-bench-ngram.log --speculative-config "$spec"
 spec_port="$port"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); model ${MODEL:-stories260K}; $spec"
 
-python3 - "$plain_port" "$spec_port" "$rounds" "$max_tokens" <<'PY'
-import json, sys, threading, time, urllib.request
+PYTHONPATH="$root/load-tests" python3 - "$plain_port" "$spec_port" "$rounds" "$max_tokens" <<'PY'
+import sys
+from functools import partial
+import spec_client
 plain, spec, rounds, max_tokens = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 story = "Tim and Sue went to the park. They saw a big dog. The dog was happy and ran to them. "
 code = "def add(a, b):\n    total = a + b\n    print(total)\n    return total\n\n"
 listing = "apples, pears, plums, figs, dates, limes, "
 prompts = [story * 3 + "Tim and Sue", code * 3 + "def add(a, b):\n", listing * 4 + "apples,"]
+complete = partial(spec_client.complete, max_tokens=max_tokens)
+streams = lambda port, n: spec_client.streams(port, prompts, n, max_tokens)
 
-def complete(port, prompt):
-    body = json.dumps({"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True}).encode()
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", body, {"Content-Type": "application/json"})
-    t0 = time.perf_counter()
-    with urllib.request.urlopen(req, timeout=600) as r:
-        out = json.load(r)
-    u = out["usage"]
-    d = u.get("completion_tokens_details") or {}
-    return u["completion_tokens"], time.perf_counter() - t0, d.get("accepted_prediction_tokens", 0), \
-        d.get("accepted_prediction_tokens", 0) + d.get("rejected_prediction_tokens", 0), out["choices"][0]["text"]
-
-def streams(port, n):  # n concurrent requests over the prompts: tokens / wall time
-    results = [None] * n
-    def one(i): results[i] = complete(port, prompts[i % len(prompts)])
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
-    t0 = time.perf_counter()
-    for t in threads: t.start()
-    for t in threads: t.join()
-    wall = time.perf_counter() - t0
-    return sum(r[0] for r in results) / wall, sum(r[2] for r in results), sum(r[3] for r in results)
 
 for p in prompts: complete(plain, p); complete(spec, p)  # warm up (and let the step cost model learn)
 print(f"{'prompt':>8} {'plain tok/s':>12} {'ngram tok/s':>12} {'speedup':>8} {'accepted':>9}")
