@@ -3,6 +3,8 @@
 # loopback port.
 #   start_server LOG [serve flags...]   sets $server (pid) and $port; the server is killed on exit
 #   stop_server                         ends it (SIGTERM, then SIGKILL)
+#   start_server_beside LOG [flags...]  one more server beside those already up (A/B scripts): sets
+#                                       $port once /health answers; every one is ended on exit
 #   s110m_long_context                  sets $pagedserve $loadgen $tokenizer $results $model: the
 #                                       random-weight s110m with a 4096-token context (written once)
 
@@ -42,4 +44,29 @@ stop_server() {
   kill -KILL "$server" 2>/dev/null || true
   wait "$server" 2>/dev/null || true
   server=""
+}
+
+servers_beside=()
+start_server_beside() {
+  local log="$1"
+  shift
+  "$pagedserve" serve --host 127.0.0.1 --port 0 "$@" > /dev/null 2> "$log" &
+  servers_beside+=($!)
+  trap stop_servers_beside EXIT
+  port=""
+  for _ in $(seq 1 1200); do
+    port="$(grep -o 'on http://127.0.0.1:[0-9]*' "$log" | head -1 | sed 's/.*://')" || true
+    if [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/health" > /dev/null; then return 0; fi
+    kill -0 "${servers_beside[-1]}" 2>/dev/null || { cat "$log" >&2; exit 1; }
+    sleep 0.1
+  done
+  echo "server did not start" >&2
+  cat "$log" >&2
+  exit 1
+}
+
+stop_servers_beside() {
+  for p in "${servers_beside[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  servers_beside=()
 }

@@ -56,28 +56,16 @@ PY
 }
 
 [ -f "$target" ] || truncate_layers "$layers" "$target"
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
-trap cleanup EXIT
-port=""
-start() {  # start LOG FLAGS...: sets $port
-  local log="$1"; shift
-  "$pagedserve" serve --host 127.0.0.1 --port 0 --model "$target" --tokenizer "$tokenizer" --kv-blocks 1024 "$@" > /dev/null 2> "$log" &
-  pids+=($!)
-  for _ in $(seq 1 1200); do
-    port="$(grep -o 'on http://127.0.0.1:[0-9]*' "$log" | head -1 | sed 's/.*://')" || true
-    if [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/health" > /dev/null; then return; fi
-    sleep 0.1
-  done
-  cat "$log" >&2; exit 1
-}
-start "$dir/plain.log"
+# shellcheck source=load-tests/server_lib.sh
+. "$root/load-tests/server_lib.sh"
+served=(--model "$target" --tokenizer "$tokenizer" --kv-blocks 1024)
+start_server_beside "$dir/plain.log" "${served[@]}"
 plain_port="$port"
 ports=()
 for n in ${LAYERS:-1 2 4}; do
   draft="$dir/draft-$dim-$layers-$alpha-$n.bin"
   [ -f "$draft" ] || truncate_layers "$n" "$draft"
-  start "$dir/draft-$n.log" --speculative-config "{\"model\":\"$draft\",\"num_speculative_tokens\":$k}"
+  start_server_beside "$dir/draft-$n.log" "${served[@]}" --speculative-config "{\"model\":\"$draft\",\"num_speculative_tokens\":$k}"
   ports+=("$n:$port")
 done
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); target $dim x $layers layers (alpha $alpha), vocab $vocab; k=$k"

@@ -24,24 +24,11 @@ case "${MODEL:-stories260K}" in
   *) model_args=(--model "$MODEL" --tokenizer "$TOKENIZER") ;;
 esac
 
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
-trap cleanup EXIT
-port=""
-start() {  # start LOG FLAGS...: sets $port
-  local log="$1"; shift
-  "$pagedserve" serve --host 127.0.0.1 --port 0 "${model_args[@]}" "$@" > /dev/null 2> "$log" &
-  pids+=($!)
-  for _ in $(seq 1 600); do
-    port="$(grep -o 'on http://127.0.0.1:[0-9]*' "$log" | head -1 | sed 's/.*://')" || true
-    if [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/health" > /dev/null; then return; fi
-    sleep 0.1
-  done
-  cat "$log" >&2; exit 1
-}
-start /tmp/spec-bench-plain.log
+# shellcheck source=load-tests/server_lib.sh
+. "$root/load-tests/server_lib.sh"
+start_server_beside /tmp/spec-bench-plain.log "${model_args[@]}"
 plain_port="$port"
-start /tmp/spec-bench-ngram.log --speculative-config "$spec"
+start_server_beside /tmp/spec-bench-ngram.log "${model_args[@]}" --speculative-config "$spec"
 spec_port="$port"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); model ${MODEL:-stories260K}; $spec"
 
