@@ -66,17 +66,14 @@ speculation_limits speculation_limits_of(const speculative_config& c, const mode
   return l;
 }
 
-// Positions one sequence may use: the model's context, cut to engine.max_model_len when set, and never
-// more than the whole KV pool (alone, a sequence always fits).
-int context_len_of(const model_config& mc, const engine_config& c) {
-  ps_check(c.kv_blocks > 0, "engine_config.kv_blocks is 0: size the KV pool first (src/kv_pool_plan.hpp)");
-  const int model_len = c.max_model_len > 0 ? std::min(mc.seq_len, c.max_model_len) : mc.seq_len;
-  return std::min(model_len, c.kv_blocks * c.block_size);
-}
-
-// A draft model runs at the same positions: the context is the shorter of the two.
+// Positions one sequence may use: the model's context, cut to engine.max_model_len when set and to a
+// draft model's (it runs at the same positions), and never more than the whole KV pool (alone, a
+// sequence always fits).
 int context_len_of(const model_config& mc, const engine_config& c, const model* draft) {
-  return std::min(context_len_of(mc, c), draft ? draft->config.seq_len : mc.seq_len);
+  ps_check(c.kv_blocks > 0, "engine_config.kv_blocks is 0: size the KV pool first (src/kv_pool_plan.hpp)");
+  int len = c.max_model_len > 0 ? std::min(mc.seq_len, c.max_model_len) : mc.seq_len;
+  if (draft) len = std::min(len, draft->config.seq_len);
+  return std::min(len, c.kv_blocks * c.block_size);
 }
 
 }  // namespace
