@@ -82,9 +82,6 @@ class sampler {
 
  private:
   void apply_penalties_and_bias(float* logits, int n_vocab) const;
-  // Fills candidates_ with the tokens' unnormalised probabilities at this temperature, the ones kept
-  // by top-k / min-p / top-p first; returns how many are kept.
-  std::size_t keep_candidates(const float* logits, int n_vocab);
   token_id sample_at_temperature(const float* logits, int n_vocab);
   void record(token_id chosen);  // for the penalties
 
@@ -96,7 +93,6 @@ class sampler {
   std::mt19937_64 rng_;
   std::unordered_map<token_id, int> generated_counts_;  // output token -> occurrences
   std::unordered_map<token_id, bool> seen_;             // prompt or output token (repetition penalty)
-  std::vector<std::pair<float, token_id>> candidates_;  // reused scratch
   std::unique_ptr<token_constraint> constraint_;        // null: any token
   std::vector<float> target_;                           // [n_vocab] sample_proposed's distribution, scratch
 };

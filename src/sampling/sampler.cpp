@@ -3,6 +3,8 @@
 #include <limits>
 
 #include "pagedserve/sampling.hpp"
+#include "sampling/candidate_selection.hpp"
+#include "sampling/probability_row.hpp"
 #include "sampling/speculative_sampling.hpp"
 
 namespace pagedserve {
@@ -70,74 +72,55 @@ void fill_logprobs(const float* logits, int n, token_id chosen, int k, token_log
 
 }  // namespace
 
-std::size_t sampler::keep_candidates(const float* logits, int n) {
-  // Unnormalised probabilities at this temperature, in vocabulary order.
-  candidates_.resize(n);
-  const float max_logit = logits[argmax(logits, n)];
-  float sum = 0.0f;
-  for (int i = 0; i < n; ++i) {
-    const float p = std::exp((logits[i] - max_logit) / temperature_);
-    candidates_[i] = {p, i};
-    sum += p;
-  }
-  auto more_likely = [](const auto& a, const auto& b) {
-    return a.first > b.first || (a.first == b.first && a.second < b.second);
-  };
-  const auto begin = candidates_.begin();
-  std::size_t keep = candidates_.size();
-  if (top_k_ > 0 && static_cast<std::size_t>(top_k_) < keep) {
-    std::partial_sort(begin, begin + top_k_, candidates_.end(), more_likely);
-    keep = top_k_;
-  } else if (min_p_ > 0.0f || top_p_ < 1.0f) {
-    // min_p and top_p keep a prefix of the tokens, most likely first, that is usually short: sort a
-    // growing prefix (the largest `sorted`, in the order a full sort gives them) until the cut falls
-    // inside it, rather than sorting the whole vocabulary.
-    for (std::size_t sorted = std::min<std::size_t>(keep, 256);; sorted = std::min(keep, sorted * 8)) {
-      if (sorted < keep) std::nth_element(begin, begin + sorted, candidates_.end(), more_likely);
-      std::sort(begin, begin + sorted, more_likely);
-      if (sorted == keep) break;
-      const bool min_p_cut = min_p_ > 0.0f && candidates_[sorted - 1].first < min_p_ * candidates_[0].first;
-      float mass = 0.0f;
-      for (std::size_t i = 0; i < sorted; ++i) mass += candidates_[i].first;
-      const bool top_p_cut = top_p_ < 1.0f && mass >= top_p_ * sum;
-      if (min_p_cut || top_p_cut) {
-        keep = sorted;
-        break;
-      }
-    }
-  }
-  if (min_p_ > 0.0f) {
-    const float floor = min_p_ * candidates_[0].first;
-    std::size_t k = 1;
-    while (k < keep && candidates_[k].first >= floor) ++k;
-    keep = k;
-  }
-  if (top_p_ < 1.0f) {
-    const float target = top_p_ * sum;
-    float cumulative = 0.0f;
-    std::size_t k = 0;
-    while (k < keep) {
-      cumulative += candidates_[k].first;
-      ++k;
-      if (cumulative >= target) break;
-    }
-    keep = k;
-  }
-  return keep;
+namespace {
+
+// The tokens a draw may pick, with their unnormalised probabilities, in the order the draw walks them.
+struct candidate_view {
+  const float* p = nullptr;
+  const token_id* id = nullptr;  // null: the whole vocabulary in id order, id = index
+  std::size_t n = 0;             // 0: the row has no finite maximum, the caller takes the argmax
+  bool block_sums_filled = false;  // scratch().block_sums already holds p's (the probabilities pass)
+};
+
+// Per-thread scratch: rows of a step are sampled in parallel, each on one thread from start to end.
+struct row_scratch {
+  std::vector<float> probabilities;  // [n_vocab]
+  sampling::kept_candidates kept;
+  std::vector<float> block_sums;
+};
+
+row_scratch& scratch() {
+  thread_local row_scratch s;
+  return s;
 }
 
+// One vectorised pass for the probabilities at this temperature and their sum; with top-k / top-p /
+// min-p, only the tokens that can be kept are sorted (sampling/candidate_selection.hpp).
+candidate_view keep_candidates(const float* logits, int n, float temperature, const sampling::cut_params& cut) {
+  const float max_logit = logits[argmax(logits, n)];
+  if (!std::isfinite(max_logit)) return {};
+  row_scratch& s = scratch();
+  const sampling::probability_kernels& kernels = sampling::best_probability_kernels();
+  s.probabilities.resize(n);
+  s.block_sums.resize((n + sampling::probability_lanes - 1) / sampling::probability_lanes);
+  const float sum = kernels.probabilities(s.probabilities.data(), s.block_sums.data(), logits, n, max_logit,
+                                          1.0f / temperature);
+  if (!(sum > 0.0f)) return {};  // a temperature so low that 0 * (1 / T) is NaN
+  if (!cut.truncates(n)) return {s.probabilities.data(), nullptr, static_cast<std::size_t>(n), true};
+  sampling::select_kept(s.kept, s.probabilities.data(), n, sum, cut, kernels);
+  return {s.kept.p.data(), s.kept.id.data(), s.kept.kept};
+}
+
+}  // namespace
+
 token_id sampler::sample_at_temperature(const float* logits, int n) {
-  const std::size_t keep = keep_candidates(logits, n);
-  // Without truncation the draw walks the vocabulary in id order: no sort at all.
-  float mass = 0.0f;
-  for (std::size_t i = 0; i < keep; ++i) mass += candidates_[i].first;
+  const candidate_view c = keep_candidates(logits, n, temperature_, {top_k_, top_p_, min_p_});
+  if (c.n == 0) return argmax(logits, n);
+  std::vector<float>& block_sums = scratch().block_sums;
+  const float mass = c.block_sums_filled ? sampling::block_total(block_sums) : sampling::draw_mass(block_sums, c.p, c.n);
   const float r = std::uniform_real_distribution<float>(0.0f, mass)(rng_);
-  float cumulative = 0.0f;
-  for (std::size_t i = 0; i < keep; ++i) {
-    cumulative += candidates_[i].first;
-    if (r < cumulative) return candidates_[i].second;
-  }
-  return candidates_[keep - 1].second;
+  const std::size_t i = sampling::draw_index(c.p, c.n, block_sums, r);
+  return c.id ? c.id[i] : static_cast<token_id>(i);
 }
 
 token_id sampler::sample(float* logits, int n, token_logprobs* logprobs_out) {
@@ -167,11 +150,15 @@ token_id sampler::sample_proposed(float* logits, int n, token_id proposed, token
   apply_penalties_and_bias(logits, n);
   if (constraint_) constraint_->mask(logits, n);
   // The distribution sample() draws from, dense over the vocabulary.
-  const std::size_t keep = keep_candidates(logits, n);
-  float mass = 0.0f;
-  for (std::size_t i = 0; i < keep; ++i) mass += candidates_[i].first;
+  const candidate_view c = keep_candidates(logits, n, temperature_, {top_k_, top_p_, min_p_});
   target_.assign(n, 0.0f);
-  for (std::size_t i = 0; i < keep; ++i) target_[candidates_[i].second] = candidates_[i].first / mass;
+  if (c.n == 0) {
+    target_[argmax(logits, n)] = 1.0f;
+  } else {
+    std::vector<float>& block_sums = scratch().block_sums;
+    const float mass = c.block_sums_filled ? sampling::block_total(block_sums) : sampling::draw_mass(block_sums, c.p, c.n);
+    for (std::size_t i = 0; i < c.n; ++i) target_[c.id ? c.id[i] : static_cast<token_id>(i)] = c.p[i] / mass;
+  }
   const token_id chosen = speculative_sample(target_, q, proposed, rng_);
   if (!raw.empty()) fill_logprobs(raw.data(), n, chosen, n_logprobs_, *logprobs_out);
   record(chosen);

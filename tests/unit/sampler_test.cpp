@@ -3,10 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <set>
 
 #include "pagedserve/sampling.hpp"
+#include "sampling/candidate_selection.hpp"
+#include "sampling/probability_row.hpp"
 
 namespace pagedserve {
 namespace {
@@ -67,18 +70,19 @@ TEST(sampler, top_k_top_p_and_min_p_restrict_the_candidates) {
 }
 
 // top_p / min_p by the definition: every token sorted most likely first (ties by id), with its
-// probability at the temperature; keep the prefix min_p's floor and top_p's mass allow; draw from it.
+// probability at the temperature (the sampler's vectorised exp, the same bits on every ISA); keep the
+// prefix min_p's floor and top_p's mass allow; draw from it by the sampler's running totals.
 class reference_sampler {
  public:
   reference_sampler(float top_p, float min_p, std::uint64_t seed) : top_p_(top_p), min_p_(min_p), rng_(seed) {}
   token_id sample(const std::vector<float>& logits) {
+    const int n = static_cast<int>(logits.size());
     const float max_logit = *std::max_element(logits.begin(), logits.end());
+    std::vector<float> p(n), block_sums((n + 15) / 16);
+    const float sum =
+        sampling::portable_probability_kernels().probabilities(p.data(), block_sums.data(), logits.data(), n, max_logit, 1.0f);
     std::vector<std::pair<float, token_id>> c;
-    float sum = 0;
-    for (int i = 0; i < static_cast<int>(logits.size()); ++i) {
-      c.emplace_back(std::exp(logits[i] - max_logit), i);
-      sum += c.back().first;
-    }
+    for (int i = 0; i < n; ++i) c.emplace_back(p[i], i);
     std::sort(c.begin(), c.end(), [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
     std::size_t keep = c.size();
     if (min_p_ > 0) {
@@ -92,13 +96,11 @@ class reference_sampler {
       while (k < keep && cumulative < top_p_ * sum) cumulative += c[k++].first;
       keep = k;
     }
-    float mass = 0;
-    for (std::size_t i = 0; i < keep; ++i) mass += c[i].first;
+    std::vector<float> kept(keep);
+    for (std::size_t i = 0; i < keep; ++i) kept[i] = c[i].first;
+    const float mass = sampling::draw_mass(block_sums, kept.data(), keep);
     const float r = std::uniform_real_distribution<float>(0.0f, mass)(rng_);
-    float cumulative = 0;
-    for (std::size_t i = 0; i < keep; ++i)
-      if (r < (cumulative += c[i].first)) return c[i].second;
-    return c[keep - 1].second;
+    return c[sampling::draw_index(kept.data(), keep, block_sums, r)].second;
   }
 
  private:
@@ -156,6 +158,26 @@ TEST(sampler, untruncated_draws_follow_the_softmax) {
   for (float x : logits) z += std::exp(x / 0.7);
   for (std::size_t i = 0; i < logits.size(); ++i)
     EXPECT_NEAR(count[i] / double(n), std::exp(logits[i] / 0.7) / z, 0.005) << "token " << i;
+}
+
+// Non-finite logits, as a constraint's mask or a broken model leaves them: NaN and -inf are never
+// drawn, +inf is certain, and a row with no finite maximum falls back to the argmax.
+TEST(sampler, nan_and_infinite_logits_are_never_drawn_and_never_crash) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (float top_p : {1.0f, 0.9f}) {
+    sampling_params p;
+    p.temperature = 0.8f, p.top_p = top_p;
+    sampler s(p, 3);
+    for (int i = 0; i < 200; ++i) {
+      std::vector<float> l = {nan, -inf, 1.0f, nan, 0.5f, -inf};
+      const token_id t = s.sample(l.data(), 6);
+      EXPECT_TRUE(t == 2 || t == 4) << t;
+    }
+    std::vector<float> with_inf = {0.0f, inf, 1.0f, nan};
+    EXPECT_EQ(s.sample(with_inf.data(), 4), 1);
+    std::vector<float> all_masked(5, -inf);
+    EXPECT_EQ(s.sample(all_masked.data(), 5), 0);
+  }
 }
 
 }  // namespace
