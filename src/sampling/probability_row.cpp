@@ -42,7 +42,7 @@ float probabilities_portable(float* p, float* block_sums, const float* logits, i
     p[i] = exp_nonpositive((logits[i] - max_logit) * inv_temperature);
     lanes[i % probability_lanes] += p[i];
   }
-  for (int b = 0; b * probability_lanes < n; ++b)
+  for (int b = 0; block_sums && b * probability_lanes < n; ++b)
     block_sums[b] = block_sum(p + b * probability_lanes, n - b * probability_lanes);
   float sum = 0.0f;
   for (float lane : lanes) sum += lane;

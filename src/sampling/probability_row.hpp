@@ -15,7 +15,8 @@ inline constexpr int n_thresholds = 8;        // thresholds per stats pass
 
 struct probability_kernels {
   // p[n] = exp((logits[i] - max_logit) * inv_temperature), 0 where that is NaN or below e^-87 (so a
-  // NaN logit is never drawn); block_sums[(n + 15) / 16]: each block of 16 summed by block_sum();
+  // NaN logit is never drawn); block_sums[(n + 15) / 16] (null: not wanted): each block of 16
+  // summed by block_sum();
   // returns the sum of p in `probability_lanes` lanes, lanes added in order.
   float (*probabilities)(float* p, float* block_sums, const float* logits, int n, float max_logit,
                          float inv_temperature);

@@ -51,26 +51,6 @@ void sampler::apply_penalties_and_bias(float* logits, int n) const {
     if (t >= 0 && t < n) logits[t] += b;
 }
 
-namespace {
-
-// Log-probabilities of `chosen` and the k most likely tokens under log-softmax(logits).
-void fill_logprobs(const float* logits, int n, token_id chosen, int k, token_logprobs& out) {
-  const float max_logit = logits[argmax(logits, n)];
-  double sum = 0.0;
-  for (int i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i] - max_logit));
-  const float log_z = max_logit + static_cast<float>(std::log(sum));
-  out.logprob = logits[chosen] - log_z;
-  out.top.clear();
-  if (k <= 0) return;
-  std::vector<token_id> ids(n);
-  for (int i = 0; i < n; ++i) ids[i] = i;
-  k = std::min(k, n);
-  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
-                    [&](token_id a, token_id b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
-  for (int i = 0; i < k; ++i) out.top.emplace_back(ids[i], logits[ids[i]] - log_z);
-}
-
-}  // namespace
 
 namespace {
 
@@ -102,13 +82,47 @@ candidate_view keep_candidates(const float* logits, int n, float temperature, co
   row_scratch& s = scratch();
   const sampling::probability_kernels& kernels = sampling::best_probability_kernels();
   s.probabilities.resize(n);
+  // Block sums serve the draw over the whole row; a cut's draw sums its few kept tokens itself.
+  const bool whole_row = !cut.truncates(n);
   s.block_sums.resize((n + sampling::probability_lanes - 1) / sampling::probability_lanes);
-  const float sum = kernels.probabilities(s.probabilities.data(), s.block_sums.data(), logits, n, max_logit,
-                                          1.0f / temperature);
+  const float sum = kernels.probabilities(s.probabilities.data(), whole_row ? s.block_sums.data() : nullptr, logits,
+                                          n, max_logit, 1.0f / temperature);
   if (!(sum > 0.0f)) return {};  // a temperature so low that 0 * (1 / T) is NaN
-  if (!cut.truncates(n)) return {s.probabilities.data(), nullptr, static_cast<std::size_t>(n), true};
+  if (whole_row) return {s.probabilities.data(), nullptr, static_cast<std::size_t>(n), true};
   sampling::select_kept(s.kept, s.probabilities.data(), n, sum, cut, kernels);
   return {s.kept.p.data(), s.kept.id.data(), s.kept.kept};
+}
+
+// Log-probabilities of `chosen` and the k most likely tokens under log-softmax(logits). The sum is the
+// sampler's one pass at temperature 1; the k most likely are sorted among the tokens whose probability
+// reaches the k-th largest (probability never decreases with the logit, so those hold the k largest
+// logits), not among the whole vocabulary.
+void fill_logprobs(const float* logits, int n, token_id chosen, int k, token_logprobs& out) {
+  const float max_logit = logits[argmax(logits, n)];
+  row_scratch& s = scratch();
+  const sampling::probability_kernels& kernels = sampling::best_probability_kernels();
+  s.probabilities.resize(n);
+  const bool finite = std::isfinite(max_logit);
+  const float sum = finite ? kernels.probabilities(s.probabilities.data(), nullptr, logits, n, max_logit, 1.0f) : 1.0f;
+  const float log_z = max_logit + std::log(sum);
+  out.logprob = logits[chosen] - log_z;
+  out.top.clear();
+  if (k <= 0) return;
+  k = std::min(k, n);
+  std::vector<token_id>& ids = s.kept.id;
+  int m = n;
+  if (finite && k < n) {
+    sampling::select_kept(s.kept, s.probabilities.data(), n, sum, {k, 1.0f, 0.0f}, kernels);
+    const float kth = s.kept.p[k - 1];
+    m = kernels.collect_above(s.kept.p.data(), ids.data(), s.probabilities.data(), n, kth);
+  } else {
+    ids.resize(n);
+    for (int i = 0; i < n; ++i) ids[i] = i;
+  }
+  auto rank = [&](token_id t) { return logits[t] == logits[t] ? logits[t] : -std::numeric_limits<float>::infinity(); };
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.begin() + m,
+                    [&](token_id a, token_id b) { return rank(a) > rank(b) || (rank(a) == rank(b) && a < b); });
+  for (int i = 0; i < k; ++i) out.top.emplace_back(ids[i], logits[ids[i]] - log_z);
 }
 
 }  // namespace

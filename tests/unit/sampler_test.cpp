@@ -180,5 +180,36 @@ TEST(sampler, nan_and_infinite_logits_are_never_drawn_and_never_crash) {
   }
 }
 
+// Logprobs by the definition: log-softmax in double precision, the k largest logits by a full sort
+// (ties by lower id), on model-like rows, tied rows (many equal logits straddling the k-th) and flat ones.
+TEST(sampler, logprobs_are_the_log_softmax_and_the_k_largest_logits) {
+  std::mt19937_64 rng(9);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int shape = 0; shape < 3; ++shape)
+    for (int k : {0, 1, 5, 20, 2000}) {
+      std::vector<float> logits(1000);
+      for (float& x : logits) x = shape == 0 ? 2.0f * normal(rng) : shape == 1 ? static_cast<float>(rng() % 5) : 0.001f * normal(rng);
+      sampling_params p;
+      p.temperature = 0.8f, p.top_p = 0.9f, p.logprobs = k;
+      sampler s(p, 4);
+      std::vector<float> l = logits;
+      token_logprobs got;
+      const token_id chosen = s.sample(l.data(), static_cast<int>(l.size()), &got);
+      double z = 0;
+      const double max = *std::max_element(logits.begin(), logits.end());
+      for (float x : logits) z += std::exp(x - max);
+      const double log_z = max + std::log(z);
+      EXPECT_NEAR(got.logprob, logits[chosen] - log_z, 1e-5);
+      std::vector<token_id> ids(logits.size());
+      for (int i = 0; i < static_cast<int>(ids.size()); ++i) ids[i] = i;
+      std::sort(ids.begin(), ids.end(), [&](token_id a, token_id b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+      ASSERT_EQ(got.top.size(), std::min<std::size_t>(k, logits.size())) << "shape " << shape;
+      for (std::size_t i = 0; i < got.top.size(); ++i) {
+        ASSERT_EQ(got.top[i].first, ids[i]) << "shape " << shape << " k " << k << " rank " << i;
+        EXPECT_NEAR(got.top[i].second, logits[ids[i]] - log_z, 1e-5);
+      }
+    }
+}
+
 }  // namespace
 }  // namespace pagedserve
