@@ -1,4 +1,6 @@
 // AVX-512 variant of probability_row.hpp: the same operations as the portable code, 16 lanes at once.
+#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC PR 105593, as in src/kernels/table_avx512.cpp
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include "sampling/exp_constants.hpp"
