@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "sampling/exp_constants.hpp"
 
@@ -34,6 +35,12 @@ float block_sum(const float* p, int count) {
 }
 
 namespace {
+
+float row_max_portable(const float* logits, int n) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (int i = 0; i < n; ++i) m = logits[i] > m ? logits[i] : m;
+  return m;
+}
 
 float probabilities_portable(float* p, float* block_sums, const float* logits, int n, float max_logit,
                              float inv_temperature) {
@@ -68,7 +75,7 @@ int collect_above_portable(float* values, token_id* ids, const float* p, int n, 
 }  // namespace
 
 const probability_kernels& portable_probability_kernels() {
-  static const probability_kernels k{probabilities_portable, stats_above_portable, collect_above_portable, "portable"};
+  static const probability_kernels k{row_max_portable, probabilities_portable, stats_above_portable, collect_above_portable, "portable"};
   return k;
 }
 

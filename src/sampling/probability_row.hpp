@@ -14,6 +14,8 @@ inline constexpr int probability_lanes = 16;  // the sum's lanes: the same in bo
 inline constexpr int n_thresholds = 8;        // thresholds per stats pass
 
 struct probability_kernels {
+  // The largest of logits[n], NaNs skipped (-inf when every one is NaN): the value argmax() picks.
+  float (*row_max)(const float* logits, int n);
   // p[n] = exp((logits[i] - max_logit) * inv_temperature), 0 where that is NaN or below e^-87 (so a
   // NaN logit is never drawn); block_sums[(n + 15) / 16] (null: not wanted): each block of 16
   // summed by block_sum();

@@ -3,6 +3,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <limits>
+
 #include "sampling/exp_constants.hpp"
 #include "sampling/probability_row.hpp"
 
@@ -30,6 +32,15 @@ __m512 exp16(__m512 x) {
   const __m512i biased = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
   const __m512 scale = _mm512_castsi512_ps(_mm512_slli_epi32(biased, 23));
   return _mm512_maskz_mul_ps(valid, y, scale);
+}
+
+float row_max_avx512(const float* logits, int n) {
+  __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int i = 0; i < n; i += 16) {
+    const __m512 v = _mm512_mask_loadu_ps(m, tail_mask(n - i), logits + i);  // past the end: m itself
+    m = _mm512_max_ps(v, m);  // the second operand where v is NaN: NaNs are skipped
+  }
+  return _mm512_reduce_max_ps(m);
 }
 
 // block_sum() of one register: 8 + 8, 4 + 4, 2 + 2, 1 + 1.
@@ -105,7 +116,7 @@ int collect_above_avx512(float* values, token_id* ids, const float* p, int n, fl
 }  // namespace
 
 const probability_kernels* avx512_probability_kernels() {
-  static const probability_kernels k{probabilities_avx512, stats_above_avx512, collect_above_avx512, "avx512"};
+  static const probability_kernels k{row_max_avx512, probabilities_avx512, stats_above_avx512, collect_above_avx512, "avx512"};
   const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                          __builtin_cpu_supports("avx512dq");
   return supported ? &k : nullptr;

@@ -77,10 +77,10 @@ row_scratch& scratch() {
 // One vectorised pass for the probabilities at this temperature and their sum; with top-k / top-p /
 // min-p, only the tokens that can be kept are sorted (sampling/candidate_selection.hpp).
 candidate_view keep_candidates(const float* logits, int n, float temperature, const sampling::cut_params& cut) {
-  const float max_logit = logits[argmax(logits, n)];
+  const sampling::probability_kernels& kernels = sampling::best_probability_kernels();
+  const float max_logit = kernels.row_max(logits, n);
   if (!std::isfinite(max_logit)) return {};
   row_scratch& s = scratch();
-  const sampling::probability_kernels& kernels = sampling::best_probability_kernels();
   s.probabilities.resize(n);
   // Block sums serve the draw over the whole row; a cut's draw sums its few kept tokens itself.
   const bool whole_row = !cut.truncates(n);
@@ -98,9 +98,9 @@ candidate_view keep_candidates(const float* logits, int n, float temperature, co
 // reaches the k-th largest (probability never decreases with the logit, so those hold the k largest
 // logits), not among the whole vocabulary.
 void fill_logprobs(const float* logits, int n, token_id chosen, int k, token_logprobs& out) {
-  const float max_logit = logits[argmax(logits, n)];
-  row_scratch& s = scratch();
   const sampling::probability_kernels& kernels = sampling::best_probability_kernels();
+  const float max_logit = kernels.row_max(logits, n);
+  row_scratch& s = scratch();
   s.probabilities.resize(n);
   const bool finite = std::isfinite(max_logit);
   const float sum = finite ? kernels.probabilities(s.probabilities.data(), nullptr, logits, n, max_logit, 1.0f) : 1.0f;

@@ -73,6 +73,7 @@ TEST(sampling_probabilities, avx512_and_portable_give_the_same_bits) {
     for (int n : {1, 15, 16, 17, 1000, 32000})
       for (float temperature : {0.05f, 0.8f, 1.0f, 3.0f}) {
         const std::vector<float> logits = row(s, n, n + 3);
+        for (const probability_kernels* k : v) ASSERT_EQ(k->row_max(logits.data(), n), finite_max(logits)) << k->name;
         const probabilities_of a(*v[0], logits, temperature), b(*v[1], logits, temperature);
         ASSERT_EQ(std::bit_cast<std::uint32_t>(a.sum), std::bit_cast<std::uint32_t>(b.sum)) << n;
         for (int i = 0; i < n; ++i)
@@ -88,6 +89,16 @@ TEST(sampling_probabilities, avx512_and_portable_give_the_same_bits) {
           EXPECT_NEAR(masses[0][t], masses[1][t], 2e-4f * a.sum) << "an estimate: within the bound test's margin";
         }
       }
+}
+
+TEST(sampling_probabilities, the_row_maximum_skips_nans) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (const probability_kernels* k : variants()) {
+    const std::vector<float> l = {nan, -3.0f, nan, 2.0f, -inf, nan};
+    EXPECT_EQ(k->row_max(l.data(), 6), 2.0f) << k->name;
+    const std::vector<float> all_nan(19, nan);
+    EXPECT_EQ(k->row_max(all_nan.data(), 19), -inf) << k->name;
+  }
 }
 
 TEST(sampling_probabilities, exp_is_within_two_ulps_and_zero_below_its_range) {
