@@ -25,7 +25,7 @@ struct bound_test {
   float target;  // top_p * sum
   bool operator()(int count, float mass) const {
     if (cut.top_k > 0 && cut.top_k < n && count >= cut.top_k) return true;
-    return cut.top_p < 1.0f && mass >= target * 1.001f;
+    return cut.top_p < 1.0f && mass >= target * 1.0002f;  // above the estimate's rounding
   }
 };
 

@@ -51,7 +51,6 @@ void sampler::apply_penalties_and_bias(float* logits, int n) const {
     if (t >= 0 && t < n) logits[t] += b;
 }
 
-
 namespace {
 
 // The tokens a draw may pick, with their unnormalised probabilities, in the order the draw walks them.
