@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -18,18 +19,29 @@ bool block_panels_here(dtype t) {
   return kt && block_panels_defined(t) && kernels::block_panels_pay(*kt, t);
 }
 
+std::byte* model_keep_on_huge_pages(model& m, std::span<const std::byte> bytes) {
+  std::shared_ptr<std::byte> buffer = huge_page_buffer(bytes.size());
+  if (!bytes.empty()) std::memcpy(buffer.get(), bytes.data(), bytes.size());
+  m.owned_bytes += bytes.size();
+  m.storage.push_back(buffer);
+  return buffer.get();
+}
+
 weight block_panels_kept(model& m, const weight& w) {
-  std::vector<std::byte> panels(block_panels_bytes(w.type, w.rows, w.cols));
-  block_panels_pack(panels.data(), static_cast<const std::byte*>(w.data), w.type, w.rows, w.cols);
+  const std::size_t n = block_panels_bytes(w.type, w.rows, w.cols);
+  std::shared_ptr<std::byte> buffer = huge_page_buffer(n);
+  block_panels_pack(buffer.get(), static_cast<const std::byte*>(w.data), w.type, w.rows, w.cols);
+  m.owned_bytes += n;
+  m.storage.push_back(buffer);
   weight out = w;
-  out.data = m.keep(std::move(panels));
+  out.data = buffer.get();
   out.panel_rows = block_panel_rows;
   return out;
 }
 
 void model_pack_block_panels(model& m, std::span<const std::byte> mapped) {
-  std::vector<weight*> matrices;
-  if (m.classifier != m.token_embedding) matrices.push_back(&m.classifier);
+  const bool tied = m.classifier == m.token_embedding;
+  std::vector<weight*> matrices{&m.classifier};
   for (layer_weights& l : m.layers) {
     for (weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) matrices.push_back(w);
     for (expert_weights& e : l.experts)
@@ -58,6 +70,7 @@ void model_pack_block_panels(model& m, std::span<const std::byte> mapped) {
     bytes += n;
     next += (n + line - 1) / line * line;
   }
+  if (tied) m.token_embedding = m.classifier;  // its lookups gather rows from the panels
   m.owned_bytes += bytes;
   m.storage.push_back(std::move(buffer));
   spdlog::info("repacked {} matrices ({} MiB) into row panels", n_packed, bytes >> 20);
