@@ -18,7 +18,8 @@
 //   ./build/load-tests/bench_decode --benchmark_filter=tinyllama   # writes $PAGEDSERVE_TINYLLAMA
 //                                                                  # (/tmp/tinyllama.bin, 4.4 GB) once
 //   PAGEDSERVE_DECODE_FILE=M.gguf ./build/load-tests/bench_decode --benchmark_filter=file/
-//       # any model file (model_load_any), as loaded and as int8, 1 and 16 streams (quant_vs_llama_cpp.sh)
+//       # any model file (model_load_any), as loaded and as int8, 1 and 16 streams (quant_vs_llama_cpp.sh),
+//       # and as loaded at 1 stream with the q8 KV cache (file/as_loaded/kv_q8/streams:1)
 #include <benchmark/benchmark.h>
 #include <tbb/parallel_for.h>
 
@@ -198,9 +199,13 @@ int main(int argc, char** argv) {
   for (int streams : {1, 16}) register_decode(large, "int8", weight_format::int8, streams);
   // A given file (its shape comes from the file, so config.dim stays 0 and nothing is written).
   static const shape file{"file", model_config{}, path_from_env("PAGEDSERVE_DECODE_FILE", "")};
-  if (!file.checkpoint.empty())
+  if (!file.checkpoint.empty()) {
     for (auto [name, format] : {std::pair{"as_loaded", weight_format::as_stored}, std::pair{"int8", weight_format::int8}})
       for (int streams : {1, 16}) register_decode(file, name, format, streams);
+    // Batch 1 with the q8 KV cache: a quarter of f32's K/V bytes, which cap the weights-only ratio of a
+    // small model (docs/batch1-decode.md).
+    register_decode(file, "as_loaded", weight_format::as_stored, 1, dtype::i8);
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
