@@ -53,7 +53,7 @@ float* forward_pass::run(const step_batch& b, const kv_cache& cache) {
 
   // Benchmarks only (set_phase_times): the time since the previous mark goes to phase `p`.
   using phase = forward_phase_times::phase;
-  auto mark_at = std::chrono::steady_clock::now();
+  auto mark_at = phase_times_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   const auto mark = [&](phase p) {
     if (!phase_times_) return;
     const auto now = std::chrono::steady_clock::now();

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "model/hf_test_model.hpp"
+#include "model/block_panels_load.hpp"
 #include "model/ggml_blocks.hpp"
 #include "model/gguf_model.hpp"
 #include "model/gguf_random_model.hpp"
@@ -92,6 +93,25 @@ TEST(gguf_packed_load, q4_k_m_mix_loads_as_views_of_the_files_types) {
     EXPECT_EQ(mm.owned_bytes, norm_bytes + copy_bytes);
     std::filesystem::remove(path);
   }
+}
+
+// A classifier tied to the embedding streams at every step: it is repacked into panels like an untied
+// one (where its type's panels pay here), and the embedding views the same copy, its lookups gathering
+// the file's rows back.
+TEST(gguf_packed_load, tied_classifier_is_packed_and_the_embedding_reads_it) {
+  const model_config c = small_config("llama", true);
+  const auto path = write_random(c, "Q8_0");
+  auto m = gguf_model_load(path);
+  ASSERT_TRUE(m.has_value()) << m.error();
+  auto file = gguf_file::open(path);
+  ASSERT_TRUE(file.has_value());
+  const model& mm = **m;
+  ASSERT_EQ(mm.classifier.type, dtype::q8_0);
+  EXPECT_EQ(mm.classifier.panel_rows != 0, block_panels_here(dtype::q8_0));
+  EXPECT_TRUE(mm.classifier == mm.token_embedding);
+  for (int row : {0, 17, 299})
+    EXPECT_EQ(model_row(mm.token_embedding, row), file_row(*file->tensor("token_embd.weight"), row)) << row;
+  std::filesystem::remove(path);
 }
 
 TEST(gguf_packed_load, moe_experts_are_slices_of_their_3d_tensors) {
