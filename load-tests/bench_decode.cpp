@@ -7,6 +7,9 @@
 // "roofline" (docs/roofline.md) is the same ratio against weights plus the K/V the step reads (each
 // sequence's attended positions times the KV element size): the distance to the machine's limit once
 // attention counts, reported for the f32 KV cache and, on s110m int8, for f16 and q8.
+// "split" counters: ms per step of each phase of the forward pass (forward_phase_times, timed over
+// extra steps after the run) and, for the matmul phases of dense models, the GB/s their weights
+// stream at; "join_us": one empty two-way static parallel_for (a thread join) in this arena.
 // With int8 weights also "compute_roof" (the matmuls at the vpdpbusd peak measured here, over the step)
 // and "bound" (the larger of the two roofs over the step): how close a step is to what the machine allows.
 //
@@ -15,10 +18,14 @@
 //   ./build/load-tests/bench_decode --benchmark_filter=tinyllama   # writes $PAGEDSERVE_TINYLLAMA
 //                                                                  # (/tmp/tinyllama.bin, 4.4 GB) once
 //   PAGEDSERVE_DECODE_FILE=M.gguf ./build/load-tests/bench_decode --benchmark_filter=file/
-//       # any model file (model_load_any), as loaded and as int8, 1 and 16 streams (quant_vs_llama_cpp.sh)
+//       # any model file (model_load_any), as loaded and as int8, 1 and 16 streams (quant_vs_llama_cpp.sh),
+//       # and as loaded at 1 stream with the q8 KV cache (file/as_loaded/kv_q8/streams:1)
 #include <benchmark/benchmark.h>
+#include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <expected>
@@ -78,6 +85,46 @@ double int8_peak_gops() {
   return gops;
 }
 
+// Weight bytes each matmul phase of a dense model's step reads (0 for the other phases).
+std::array<double, forward_phase_times::n_phases> phase_weight_bytes(const model& m) {
+  std::array<double, forward_phase_times::n_phases> bytes{};
+  using p = forward_phase_times::phase;
+  const auto b = [](const weight& w) { return static_cast<double>(w.n_bytes()); };
+  for (const layer_weights& l : m.layers) {
+    if (l.is_moe()) return {};
+    bytes[p::qkv] += b(l.wq) + b(l.wk) + b(l.wv);
+    bytes[p::wo] += b(l.wo);
+    bytes[p::ffn_up] += b(l.w_gate) + b(l.w_up);
+    bytes[p::ffn_down] += b(l.w_down);
+  }
+  bytes[p::classifier] = b(m.classifier);
+  return bytes;
+}
+
+// Microseconds of one empty two-way static parallel_for: what each join of a decode step costs at least.
+double join_microseconds() {
+  constexpr int n = 2000;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i)
+    tbb::parallel_for(tbb::blocked_range<int>(0, 2), [](const tbb::blocked_range<int>&) {}, tbb::static_partitioner{});
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / n;
+}
+
+// The split counters (see the top of the file), over `steps` more steps of d.
+void split_counters(benchmark::State& state, bench::decoder& d, const model& m, int steps) {
+  forward_phase_times times;
+  d.set_phase_times(&times);
+  for (int i = 0; i < steps; ++i) d.step();
+  d.set_phase_times(nullptr);
+  const auto bytes = phase_weight_bytes(m);
+  for (int p = 0; p < forward_phase_times::n_phases; ++p) {
+    const double seconds = std::chrono::duration<double>(times.total[p]).count() / times.steps;
+    state.counters[std::string("ms_") + forward_phase_times::names[p]] = seconds * 1e3;
+    if (bytes[p] > 0) state.counters[std::string("GB/s_") + forward_phase_times::names[p]] = bytes[p] / seconds * 1e-9;
+  }
+  state.counters["join_us"] = join_microseconds();
+}
+
 void bench_decode(benchmark::State& state, const shape* s, weight_format format, int streams, dtype kv_type) {
   if (s->config.dim > 0 && !checkpoint_ensure(*s)) {
     state.SkipWithError("cannot write the checkpoint");
@@ -92,6 +139,7 @@ void bench_decode(benchmark::State& state, const shape* s, weight_format format,
   for (int i = 0; i < 3; ++i) d.step();  // pages in a mapped fp32 file before timing
   const double gbps = bench::read_bandwidth_gbps();
   for (auto _ : state) d.step();
+  split_counters(state, d, **m, 50);
   const double bytes = d.bytes_per_step();
   const double limit = gbps * 1e9 / bytes * streams;
   state.counters["tok/s"] = benchmark::Counter(static_cast<double>(streams), benchmark::Counter::kIsIterationInvariantRate);
@@ -151,9 +199,13 @@ int main(int argc, char** argv) {
   for (int streams : {1, 16}) register_decode(large, "int8", weight_format::int8, streams);
   // A given file (its shape comes from the file, so config.dim stays 0 and nothing is written).
   static const shape file{"file", model_config{}, path_from_env("PAGEDSERVE_DECODE_FILE", "")};
-  if (!file.checkpoint.empty())
+  if (!file.checkpoint.empty()) {
     for (auto [name, format] : {std::pair{"as_loaded", weight_format::as_stored}, std::pair{"int8", weight_format::int8}})
       for (int streams : {1, 16}) register_decode(file, name, format, streams);
+    // Batch 1 with the q8 KV cache: a quarter of f32's K/V bytes, which cap the weights-only ratio of a
+    // small model (docs/batch1-decode.md).
+    register_decode(file, "as_loaded", weight_format::as_stored, 1, dtype::i8);
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

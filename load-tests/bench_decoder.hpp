@@ -42,6 +42,9 @@ class decoder {
     return logits;
   }
 
+  // Steps add their phases' wall times to *times (nullptr: not timed).
+  void set_phase_times(forward_phase_times* times) { fwd_.set_phase_times(times); }
+
   // Bytes of K/V one decode step reads, averaged over the cycle of positions: each stream's token at
   // pos attends pos + 1 positions, in every layer and kv head (keys, values and their scales).
   double kv_bytes_per_step() const {

@@ -3,10 +3,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstring>
 #include <memory>
 #include <vector>
 
 #include "model/ggml_block_panels.hpp"
+#include "model/ggml_blocks.hpp"
 #include "model/mapped_file.hpp"
 #include "pagedserve/kernels.hpp"
 #include "pagedserve/model.hpp"
@@ -14,53 +16,83 @@
 namespace pagedserve {
 
 bool block_panels_here(dtype t) {
+  // Not q6_k: its quad panels (block_panel_q6_k.hpp) run a lone token 1.6x slower than its rows on
+  // TinyLlama's 2048x5632 ffn_down and no faster elsewhere, nor clearly faster at 16 tokens
+  // (docs/batch1-decode.md); its rows go on huge pages instead (model_pack_block_panels).
   const kernels::kernel_table* kt = kernels::kernel_table_select();
-  return kt && block_panels_defined(t) && kernels::block_panels_pay(*kt, t);
+  return kt && block_panels_defined(t) && t != dtype::q6_k && kernels::block_panels_pay(*kt, t);
+}
+
+std::byte* model_keep_on_huge_pages(model& m, std::span<const std::byte> bytes) {
+  std::shared_ptr<std::byte> buffer = huge_page_buffer(bytes.size());
+  if (!bytes.empty()) std::memcpy(buffer.get(), bytes.data(), bytes.size());
+  m.owned_bytes += bytes.size();
+  m.storage.push_back(buffer);
+  return buffer.get();
 }
 
 weight block_panels_kept(model& m, const weight& w) {
-  std::vector<std::byte> panels(block_panels_bytes(w.type, w.rows, w.cols));
-  block_panels_pack(panels.data(), static_cast<const std::byte*>(w.data), w.type, w.rows, w.cols);
+  const std::size_t n = block_panels_bytes(w.type, w.rows, w.cols);
+  std::shared_ptr<std::byte> buffer = huge_page_buffer(n);
+  block_panels_pack(buffer.get(), static_cast<const std::byte*>(w.data), w.type, w.rows, w.cols);
+  m.owned_bytes += n;
+  m.storage.push_back(buffer);
   weight out = w;
-  out.data = m.keep(std::move(panels));
+  out.data = buffer.get();
   out.panel_rows = block_panel_rows;
   return out;
 }
 
 void model_pack_block_panels(model& m, std::span<const std::byte> mapped) {
-  std::vector<weight*> matrices;
-  if (m.classifier != m.token_embedding) matrices.push_back(&m.classifier);
+  const bool tied = m.classifier == m.token_embedding;
+  std::vector<weight*> matrices{&m.classifier};
   for (layer_weights& l : m.layers) {
     for (weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) matrices.push_back(w);
     for (expert_weights& e : l.experts)
       for (weight* w : {&e.gate, &e.up, &e.down}) matrices.push_back(w);
   }
-  std::erase_if(matrices, [](const weight* w) { return w->empty() || w->panel_rows || !block_panels_here(w->type); });
+  const auto in_file = [&](const weight* w) {
+    const auto* p = static_cast<const std::byte*>(w->data);
+    return p >= mapped.data() && p + w->n_bytes() <= mapped.data() + mapped.size();
+  };
+  // Block-quantized matrices: into panels where they pay, else their rows as stored (when they are
+  // the file's bytes), so every matrix a step streams is on huge pages.
+  std::erase_if(matrices, [&](const weight* w) {
+    return w->empty() || w->panel_rows || !is_block_quantized(w->type) || (!block_panels_here(w->type) && !in_file(w));
+  });
   if (matrices.empty()) return;
   // One buffer on huge pages for all of them (mapped_file.hpp: huge_page_buffer), each matrix from a
   // cache line's start.
   constexpr std::size_t line = 64;
-  const auto panels_bytes = [](const weight* w) { return block_panels_bytes(w->type, w->rows, w->cols); };
+  const auto copy_bytes = [](const weight* w) {
+    return block_panels_here(w->type) ? block_panels_bytes(w->type, w->rows, w->cols) : w->n_bytes();
+  };
   std::size_t total = 0;
-  for (const weight* w : matrices) total += (panels_bytes(w) + line - 1) / line * line;
+  for (const weight* w : matrices) total += (copy_bytes(w) + line - 1) / line * line;
   std::shared_ptr<std::byte> buffer = huge_page_buffer(total);
   std::byte* next = buffer.get();
-  const int n_packed = static_cast<int>(matrices.size());
-  std::size_t bytes = 0;
+  int n_packed = 0;
+  std::size_t bytes = 0, packed_bytes = 0;
   for (weight* w : matrices) {
-    const std::size_t n = panels_bytes(w);
-    block_panels_pack(next, static_cast<const std::byte*>(w->data), w->type, w->rows, w->cols);
+    const std::size_t n = copy_bytes(w);
     const std::span<const std::byte> stored(static_cast<const std::byte*>(w->data), w->n_bytes());
-    if (stored.data() >= mapped.data() && stored.data() + stored.size() <= mapped.data() + mapped.size())
-      release_pages(stored);
+    if (block_panels_here(w->type)) {
+      block_panels_pack(next, stored.data(), w->type, w->rows, w->cols);
+      w->panel_rows = block_panel_rows;
+      ++n_packed, packed_bytes += n;
+    } else {
+      std::memcpy(next, stored.data(), n);
+    }
+    if (in_file(w)) release_pages(stored);
     w->data = next;
-    w->panel_rows = block_panel_rows;
     bytes += n;
     next += (n + line - 1) / line * line;
   }
+  if (tied) m.token_embedding = m.classifier;  // its lookups gather rows from the copy (panels or rows)
   m.owned_bytes += bytes;
   m.storage.push_back(std::move(buffer));
-  spdlog::info("repacked {} matrices ({} MiB) into row panels", n_packed, bytes >> 20);
+  spdlog::info("repacked {} matrices ({} MiB) into row panels, {} ({} MiB) copied as rows, all on huge pages",
+               n_packed, packed_bytes >> 20, matrices.size() - n_packed, (bytes - packed_bytes) >> 20);
 }
 
 }  // namespace pagedserve

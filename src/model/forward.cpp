@@ -51,6 +51,17 @@ float* forward_pass::run(const step_batch& b, const kv_cache& cache) {
     else ops::add_rmsnorm(kt_, out, x, y, w, T, dim, eps);
   };
 
+  // Benchmarks only (set_phase_times): the time since the previous mark goes to phase `p`.
+  using phase = forward_phase_times::phase;
+  auto mark_at = phase_times_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  const auto mark = [&](phase p) {
+    if (!phase_times_) return;
+    const auto now = std::chrono::steady_clock::now();
+    phase_times_->total[p] += now - mark_at;
+    mark_at = now;
+  };
+  if (phase_times_) ++phase_times_->steps;
+
   kernels::attention_batch ab;
   ab.seq_of_token = b.seq_of_token.data();
   ab.pos_of_token = b.positions.data();
@@ -75,13 +86,16 @@ float* forward_pass::run(const step_batch& b, const kv_cache& cache) {
     }
   }
 
+  mark(phase::embed);
   // Each residual add is fused with the norm that follows it; the first layer's norm stands alone.
   norm(xb_.data(), x_.data(), model_.layers[0].rms_att, model_.layers[0].att_norm_bias, T);
+  mark(phase::norms);
   for (int l = 0; l < c.n_layers; ++l) {
     const layer_weights& w = model_.layers[l];
     // Attention block: xb_ holds the normed input.
     const ops::matmul_output qkv[] = {{q_.data(), w.wq}, {k_.data(), w.wk}, {v_.data(), w.wv}};
     ops::matmul_group(kt_, qkv, xb_.data(), T);
+    mark(phase::qkv);
     if (w.bq) ops::add_bias(q_.data(), w.bq, T, q_dim);
     if (w.bk) ops::add_bias(k_.data(), w.bk, T, kv_dim);
     if (w.bv) ops::add_bias(v_.data(), w.bv, T, kv_dim);
@@ -96,30 +110,40 @@ float* forward_pass::run(const step_batch& b, const kv_cache& cache) {
     for (int t = 0; t < T; ++t)  // this step's keys and values into their paged slots
       cache.store(kt_, l, b.slots[t], &k_[static_cast<std::size_t>(t) * kv_dim], &v_[static_cast<std::size_t>(t) * kv_dim]);
     ab.window = c.attention_window(l);
+    mark(phase::qkv_post);
     ops::paged_attention(kt_, att_.data(), q_.data(), cache.layer(l), ab, c.n_heads, c.n_kv_heads, hs);
+    mark(phase::attention);
     ops::matmul(kt_, xb2_.data(), att_.data(), w.wo, T);
     if (w.bo) ops::add_bias(xb2_.data(), w.bo, T, dim);
+    mark(phase::wo);
     add_norm(xb_.data(), x_.data(), xb2_.data(), w.rms_ffn, w.ffn_norm_bias);
+    mark(phase::norms);
 
     // Feed-forward block: one SwiGLU, the token's top-k experts, or GPT-2's GELU MLP with biases.
     if (w.is_moe()) {
       moe_->run(kt_, xb2_.data(), xb_.data(), w, T);
+      mark(phase::ffn_down);
     } else if (c.ffn == ffn_kind::gelu_tanh) {
       ops::matmul(kt_, hb_.data(), xb_.data(), w.w_up, T);
       ops::add_bias(hb_.data(), w.b_up, T, hid);
       ops::gelu_tanh(kt_, hb_.data(), T, hid);
+      mark(phase::ffn_up);
       ops::matmul(kt_, xb2_.data(), hb_.data(), w.w_down, T);
       ops::add_bias(xb2_.data(), w.b_down, T, dim);
+      mark(phase::ffn_down);
     } else {
       const ops::matmul_output gate_up[] = {{hb_.data(), w.w_gate}, {hb2_.data(), w.w_up}};
       ops::matmul_group(kt_, gate_up, xb_.data(), T);
       ops::swiglu(kt_, hb_.data(), hb2_.data(), T, hid);
+      mark(phase::ffn_up);
       ops::matmul(kt_, xb2_.data(), hb_.data(), w.w_down, T);
+      mark(phase::ffn_down);
     }
     if (l + 1 < c.n_layers)
       add_norm(xb_.data(), x_.data(), xb2_.data(), model_.layers[l + 1].rms_att, model_.layers[l + 1].att_norm_bias);
     else
       ops::add(x_.data(), xb2_.data(), T, dim);
+    mark(phase::norms);
   }
 
   // Classifier only for the rows that sample: gather them, normalise, project to the vocabulary.
@@ -130,6 +154,7 @@ float* forward_pass::run(const step_batch& b, const kv_cache& cache) {
                 dim * sizeof(float));
   norm(xb_.data(), xb2_.data(), model_.rms_final, model_.final_norm_bias, n_rows);
   ops::matmul(kt_, logits_.get(), xb_.data(), model_.classifier, n_rows);
+  mark(phase::classifier);
   return logits_.get();
 }
 

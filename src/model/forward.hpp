@@ -3,6 +3,8 @@
 // optional in the model struct) and GPT-2 (model_config's norm, ffn and positions choose LayerNorm, the
 // GELU MLP and learned positions) over a flat, variable-length batch of tokens from many sequences
 // (decode tokens and prefill chunks mixed), reading and writing K/V through block tables.
+#include <array>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -17,6 +19,27 @@
 
 namespace pagedserve {
 
+// Wall time of a forward pass's phases, summed over the steps run while attached (set_phase_times):
+// the benchmarks' split of a token. Each phase ends where the next starts, so they add up to the step.
+struct forward_phase_times {
+  enum phase : int {
+    embed,       // token rows, RoPE angles
+    qkv,         // the q/k/v matmul group (its activation quantization and join included)
+    qkv_post,    // biases, q/k norms, RoPE, K/V store
+    attention,   // paged attention
+    wo,          // output projection
+    norms,       // residual adds fused with norms
+    ffn_up,      // gate/up group (or GELU's up), activation
+    ffn_down,    // down projection
+    classifier,  // final norm and the classifier
+    n_phases
+  };
+  static constexpr const char* names[n_phases] = {"embed", "qkv", "qkv_post", "attention", "wo",
+                                                   "norms", "ffn_up", "ffn_down", "classifier"};
+  std::array<std::chrono::nanoseconds, n_phases> total{};
+  long steps = 0;
+};
+
 // Scratch buffers for one forward pass, sized once for the largest step, so forward() allocates nothing.
 class forward_pass {
  public:
@@ -27,6 +50,9 @@ class forward_pass {
   float* run(const step_batch& batch, const kv_cache& cache);
 
   int max_tokens_per_step() const { return max_tokens_; }
+
+  // Steps add their phases' wall times to *times from now on (nullptr: not timed, the default).
+  void set_phase_times(forward_phase_times* times) { phase_times_ = times; }
 
  private:
   const model& model_;
@@ -41,6 +67,7 @@ class forward_pass {
   std::unique_ptr<float[]> logits_;
   std::vector<float> rope_cos_, rope_sin_;  // [max_tokens, head_size/2] this step's rotations
   std::optional<moe_block> moe_;            // MoE models only
+  forward_phase_times* phase_times_ = nullptr;
 };
 
 }  // namespace pagedserve

@@ -188,9 +188,10 @@ weight convert_matrix(model& m, const weight& w, dtype to, bool panels_allowed) 
     return weight{m.keep(std::move(rows)), to, w.rows, w.cols};
   }
   if (to == dtype::i8) {
+    // The packed weights on huge pages, as the GGUF loader's panels: a decode step streams them all.
     i8_matrix q = quantize_matrix_i8(w);
-    return weight{m.keep(std::move(q.packed)), dtype::i8, q.rows, q.cols, m.keep(std::move(q.scales)),
-                  m.keep(std::move(q.row_sums))};
+    const std::byte* packed = model_keep_on_huge_pages(m, std::as_bytes(std::span(q.packed)));
+    return weight{packed, dtype::i8, q.rows, q.cols, m.keep(std::move(q.scales)), m.keep(std::move(q.row_sums))};
   }
   weight out = w;
   out.type = to;

@@ -67,7 +67,8 @@ void weight_row_to_f32(float* out, const weight& w, int row) {
                           static_cast<std::size_t>(w.cols));
         return;
       }
-      std::vector<std::byte> blocks(block_row_bytes(w.type, w.cols));
+      thread_local std::vector<std::byte> blocks;  // grows to the widest row, then reused: no allocation per token
+      blocks.resize(block_row_bytes(w.type, w.cols));
       block_panels_row(blocks.data(), w, row);
       dequantize_blocks(w.type, out, blocks.data(), static_cast<std::size_t>(w.cols));
       return;

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "model/hf_test_model.hpp"
+#include "model/block_panels_load.hpp"
 #include "model/ggml_blocks.hpp"
 #include "model/gguf_model.hpp"
 #include "model/gguf_random_model.hpp"
@@ -72,26 +73,45 @@ TEST(gguf_packed_load, q4_k_m_mix_loads_as_views_of_the_files_types) {
                                        std::tuple{&mm.token_embedding, "token_embd.weight", 299},
                                        std::tuple{&mm.layers[7].wo, "blk.7.attn_output.weight", 17}})
       EXPECT_EQ(model_row(*w, row), file_row(*file->tensor(name), row)) << name;
-    // Every byte of every matrix is the file's: the model owns only its fp32 norms, and the matrices
-    // repacked into row panels (ggml_block_panels.hpp), which replace their mapped bytes and add zero
-    // blocks up to a whole panel of rows.
+    // Every byte of every matrix is the file's: the model owns only its fp32 norms and its copies on
+    // huge pages of the matrices a step streams (the classifier, tied or not, and the layers'), which
+    // replace their mapped bytes: repacked into row panels (ggml_block_panels.hpp, adding zero blocks up
+    // to a whole panel of rows) where those pay, else rows as stored.
     std::uint64_t matrix_bytes = 0;
     for (const gguf_tensor_info& t : file->tensors())
       if (t.ne.size() >= 2) matrix_bytes += *t.n_bytes;
     const std::uint64_t norm_bytes = (c.n_layers * (2 * c.dim + 2 * c.head_size()) + c.dim) * sizeof(float);
-    std::uint64_t panel_bytes = 0, padding_bytes = 0;
-    const auto count_panels = [&](const weight& w) {
-      if (!w.panel_rows) return;
-      panel_bytes += w.n_bytes();
+    std::uint64_t copy_bytes = 0, padding_bytes = 0;
+    const auto count_copy = [&](const weight& w) {
+      copy_bytes += w.n_bytes();
       padding_bytes += w.n_bytes() - w.rows * block_row_bytes(w.type, w.cols);
     };
-    if (mm.classifier != mm.token_embedding) count_panels(mm.classifier);
+    count_copy(mm.classifier);
     for (const layer_weights& l : mm.layers)
-      for (const weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) count_panels(*w);
+      for (const weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) count_copy(*w);
     EXPECT_EQ(model_weight_bytes(mm), matrix_bytes + padding_bytes);
-    EXPECT_EQ(mm.owned_bytes, norm_bytes + panel_bytes);
+    EXPECT_EQ(mm.owned_bytes, norm_bytes + copy_bytes);
     std::filesystem::remove(path);
   }
+}
+
+// A classifier tied to the embedding streams at every step: it is repacked into panels like an untied
+// one (where its type's panels pay here), and the embedding views the same copy, its lookups gathering
+// the file's rows back.
+TEST(gguf_packed_load, tied_classifier_is_packed_and_the_embedding_reads_it) {
+  const model_config c = small_config("llama", true);
+  const auto path = write_random(c, "Q8_0");
+  auto m = gguf_model_load(path);
+  ASSERT_TRUE(m.has_value()) << m.error();
+  auto file = gguf_file::open(path);
+  ASSERT_TRUE(file.has_value());
+  const model& mm = **m;
+  ASSERT_EQ(mm.classifier.type, dtype::q8_0);
+  EXPECT_EQ(mm.classifier.panel_rows != 0, block_panels_here(dtype::q8_0));
+  EXPECT_TRUE(mm.classifier == mm.token_embedding);
+  for (int row : {0, 17, 299})
+    EXPECT_EQ(model_row(mm.token_embedding, row), file_row(*file->tensor("token_embd.weight"), row)) << row;
+  std::filesystem::remove(path);
 }
 
 TEST(gguf_packed_load, moe_experts_are_slices_of_their_3d_tensors) {
