@@ -19,8 +19,10 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <expected>
 #include <memory>
 #include <filesystem>
@@ -78,6 +80,51 @@ double int8_peak_gops() {
   return gops;
 }
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Seconds of CPU all the process's threads have used: unlike the wall clock, blind to the time the
+// other tenants hold the cores (a spinning or memory-stalled thread still counts).
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// The step's phases timed alone, best of a few runs each (docs/roofline.md): "matmul_ms" (every matmul
+// of the step, classifier included), "attention_ms" (every layer's paged attention) and "other_ms", the
+// best step's rest (norms, RoPE, SwiGLU, K/V stores, and what the phases lose inside a step). Best-of,
+// as the other tenants of this VM only ever add time. "matmul_cpu_ms" and "attention_cpu_ms" are the
+// CPU time of all threads in each phase, best of the same runs: at N cores, N x the phase's wall time
+// when nothing else runs, and still meaningful when the VM is loaded (ratios between them, not wall).
+// "attention_GB/s" is the K/V bytes over attention_ms; "matmul_peak", for int8 weights, the matmuls'
+// share of the vpdpbusd peak. Left out for models whose matmuls bench::decoder does not replay (MoE, GELU).
+void phases_report(benchmark::State& state, bench::decoder& d, double step_seconds, bool int8) {
+  constexpr int runs = 5;
+  double matmul_seconds = 1e30, attention_seconds = 1e30, matmul_cpu = 1e30, attention_cpu = 1e30;
+  for (int i = 0; i < runs; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    double cpu_start = process_cpu_seconds();
+    if (!d.step_matmuls()) return;
+    matmul_seconds = std::min(matmul_seconds, seconds_since(start));
+    matmul_cpu = std::min(matmul_cpu, process_cpu_seconds() - cpu_start);
+    start = std::chrono::steady_clock::now();
+    cpu_start = process_cpu_seconds();
+    d.step_attention();
+    attention_seconds = std::min(attention_seconds, seconds_since(start));
+    attention_cpu = std::min(attention_cpu, process_cpu_seconds() - cpu_start);
+  }
+  state.counters["matmul_cpu_ms"] = matmul_cpu * 1e3;
+  state.counters["attention_cpu_ms"] = attention_cpu * 1e3;
+  state.counters["matmul_ms"] = matmul_seconds * 1e3;
+  state.counters["attention_ms"] = attention_seconds * 1e3;
+  state.counters["other_ms"] = (step_seconds - matmul_seconds - attention_seconds) * 1e3;
+  state.counters["attention_GB/s"] = d.kv_bytes_per_step() / attention_seconds * 1e-9;
+  if (const double peak = int8 ? int8_peak_gops() : 0.0; peak > 0)
+    state.counters["matmul_peak"] = d.matmul_ops_per_step() / matmul_seconds * 1e-9 / peak;
+}
+
 void bench_decode(benchmark::State& state, const shape* s, weight_format format, int streams, dtype kv_type) {
   if (s->config.dim > 0 && !checkpoint_ensure(*s)) {
     state.SkipWithError("cannot write the checkpoint");
@@ -91,7 +138,13 @@ void bench_decode(benchmark::State& state, const shape* s, weight_format format,
   bench::decoder d(**m, streams, kv_type);
   for (int i = 0; i < 3; ++i) d.step();  // pages in a mapped fp32 file before timing
   const double gbps = bench::read_bandwidth_gbps();
-  for (auto _ : state) d.step();
+  double best_step = 1e30;  // seconds: the phases below are best-of too, so other_ms compares like with like
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    d.step();
+    best_step = std::min(best_step, seconds_since(start));
+  }
+  phases_report(state, d, best_step, format == weight_format::int8);
   const double bytes = d.bytes_per_step();
   const double limit = gbps * 1e9 / bytes * streams;
   state.counters["tok/s"] = benchmark::Counter(static_cast<double>(streams), benchmark::Counter::kIsIterationInvariantRate);

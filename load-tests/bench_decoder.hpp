@@ -5,6 +5,7 @@
 // perf_sweep.sh's requests (101-token prompts, 128 output tokens), so the attention share is the server's.
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "model/forward.hpp"
 #include "kv/kv_cache.hpp"
@@ -25,7 +26,10 @@ class decoder {
         streams_(streams),
         cache_(m.config.n_layers, streams * blocks_per_seq, block_size, m.config.n_kv_heads, m.config.head_size(),
                kv_type),
-        fwd_(m, *kernels::kernel_table_select(), std::max(streams, prefix)) {
+        fwd_(m, *kernels::kernel_table_select(), std::max(streams, prefix)),
+        phase_x_(static_cast<std::size_t>(streams) * std::max({m.config.dim, m.config.hidden_dim, m.config.q_dim()}), 0.5f),
+        phase_out_(static_cast<std::size_t>(streams) *
+                   std::max({m.config.vocab_size, 2 * m.config.hidden_dim, m.config.q_dim() + 2 * m.config.kv_dim()})) {
     for (int s = 0; s < streams; ++s) {  // fill each sequence's first `prefix` positions
       step_batch b = batch_for(s, 0, prefix);
       fwd_.run(b, cache_);
@@ -40,6 +44,52 @@ class decoder {
     float* logits = fwd_.run(b, cache_);
     if (++pos_ == context) pos_ = prefix;
     return logits;
+  }
+
+  // Only the matmuls of one decode step, as forward_pass groups them (Q/K/V, output, gate/up, down,
+  // classifier), on a constant input: the matmul phase's time alone (docs/roofline.md). Dense SwiGLU
+  // layers only: false, and nothing run, for MoE or GELU models.
+  bool step_matmuls() {
+    namespace ops = kernels::ops;
+    const kernels::kernel_table& kt = *kernels::kernel_table_select();
+    if (m_.config.ffn != ffn_kind::swiglu) return false;
+    for (const layer_weights& l : m_.layers)
+      if (l.is_moe()) return false;
+    const float* x = phase_x_.data();
+    float* out = phase_out_.data();
+    const std::size_t q = static_cast<std::size_t>(streams_) * m_.config.q_dim();
+    const std::size_t kv = static_cast<std::size_t>(streams_) * m_.config.kv_dim();
+    const std::size_t hid = static_cast<std::size_t>(streams_) * m_.config.hidden_dim;
+    for (const layer_weights& l : m_.layers) {
+      const ops::matmul_output qkv[] = {{out, l.wq}, {out + q, l.wk}, {out + q + kv, l.wv}};
+      ops::matmul_group(kt, qkv, x, streams_);
+      ops::matmul(kt, out, x, l.wo, streams_);
+      const ops::matmul_output gate_up[] = {{out, l.w_gate}, {out + hid, l.w_up}};
+      ops::matmul_group(kt, gate_up, x, streams_);
+      ops::matmul(kt, out, x, l.w_down, streams_);
+    }
+    ops::matmul(kt, out, x, m_.classifier, streams_);
+    return true;
+  }
+
+  // Only the attention of one decode step at the current positions: every layer's paged_attention over
+  // this decoder's cache, the query a constant (the phase's time alone).
+  void step_attention() {
+    const model_config& c = m_.config;
+    step_batch b;
+    for (int s = 0; s < streams_; ++s) append(b, s, pos_, 1);
+    kernels::attention_batch ab;
+    ab.seq_of_token = b.seq_of_token.data();
+    ab.pos_of_token = b.positions.data();
+    ab.block_tables = b.block_tables.data();
+    ab.seq_block_offset = b.seq_block_offset.data();
+    ab.n_tokens = b.n_tokens();
+    ab.max_context = pos_ + 1;
+    for (int l = 0; l < c.n_layers; ++l) {
+      ab.window = c.attention_window(l);
+      kernels::ops::paged_attention(*kernels::kernel_table_select(), phase_out_.data(), phase_x_.data(), cache_.layer(l),
+                                    ab, c.n_heads, c.n_kv_heads, c.head_size());
+    }
   }
 
   // Bytes of K/V one decode step reads, averaged over the cycle of positions: each stream's token at
@@ -111,6 +161,8 @@ class decoder {
   int streams_;
   kv_cache cache_;
   forward_pass fwd_;
+  std::vector<float> phase_x_;    // step_matmuls' and step_attention's input: [streams, widest input]
+  std::vector<float> phase_out_;  // and their output: [streams, widest output]
   int pos_ = 0;
 };
 
