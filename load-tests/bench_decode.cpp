@@ -9,6 +9,7 @@
 // attention counts, reported for the f32 KV cache and, on s110m int8, for f16 and q8.
 // With int8 weights also "compute_roof" (the matmuls at the vpdpbusd peak measured here, over the step)
 // and "bound" (the larger of the two roofs over the step): how close a step is to what the machine allows.
+// Then the step's phases timed alone (phases_report: matmul_ms, attention_ms, other_ms, and their CPU time).
 //
 //   ./build/load-tests/bench_decode                    # writes $PAGEDSERVE_S110M (/tmp/s110m.bin) once
 //   ./build/load-tests/bench_decode --benchmark_filter=s110m/int8
