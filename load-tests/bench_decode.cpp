@@ -9,7 +9,8 @@
 // attention counts, reported for the f32 KV cache and, on s110m int8, for f16 and q8.
 // "split" counters: ms per step of each phase of the forward pass (forward_phase_times, timed over
 // extra steps after the run) and, for the matmul phases of dense models, the GB/s their weights
-// stream at; "join_us": one empty two-way static parallel_for (a thread join) in this arena.
+// stream at (for attention, the GB/s of the K/V it reads); "join_us": one empty two-way static
+// parallel_for (a thread join) in this arena.
 // With int8 weights also "compute_roof" (the matmuls at the vpdpbusd peak measured here, over the step)
 // and "bound" (the larger of the two roofs over the step): how close a step is to what the machine allows.
 //
@@ -122,6 +123,10 @@ void split_counters(benchmark::State& state, bench::decoder& d, const model& m, 
     state.counters[std::string("ms_") + forward_phase_times::names[p]] = seconds * 1e3;
     if (bytes[p] > 0) state.counters[std::string("GB/s_") + forward_phase_times::names[p]] = bytes[p] / seconds * 1e-9;
   }
+  // Attention streams the step's K/V: its GB/s beside the matmuls' (at the bandwidth probe: bandwidth-bound).
+  const double attention_seconds =
+      std::chrono::duration<double>(times.total[forward_phase_times::attention]).count() / times.steps;
+  if (attention_seconds > 0) state.counters["GB/s_attention"] = d.kv_bytes_per_step() / attention_seconds * 1e-9;
   state.counters["join_us"] = join_microseconds();
 }
 
