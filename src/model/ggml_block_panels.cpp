@@ -78,7 +78,25 @@ constexpr field_move q6_k_fields[] = {{0, 16, 0, 16},     {16, 16, 64, 16},   {3
                                       {128, 16, 512, 16}, {144, 16, 576, 16}, {160, 16, 640, 16}, {176, 16, 704, 16},
                                       {192, 16, 768, 16}, {208, 2, 832, 2}};
 
+// q2_k (1344 bytes): d at 2 i, dmin at 32 + 2 i; scale bytes 4s..4s+3 at 64 + 64 s + 4 i (s < 4); qs
+// bytes 4k..4k+3 at 320 + 64 k + 4 i (k < 16).
+constexpr auto q2_k_fields = [] {
+  std::array<field_move, 6 + 16> f{{{80, 2, 0, 2}, {82, 2, 32, 2}, {0, 4, 64, 4}, {4, 4, 128, 4}, {8, 4, 192, 4}, {12, 4, 256, 4}}};
+  for (int k = 0; k < 16; ++k) f[6 + k] = {16 + 4 * k, 4, 320 + 64 * k, 4};
+  return f;
+}();
+// q3_k (1760 bytes): d at 2 i; the 12 scale bytes as three runs (32, 96, 160 + 4 i); hmask bytes
+// 4m..4m+3 at 224 + 64 m + 4 i (m < 8); qs bytes 4k..4k+3 at 736 + 64 k + 4 i (k < 16).
+constexpr auto q3_k_fields = [] {
+  std::array<field_move, 4 + 8 + 16> f{{{108, 2, 0, 2}, {96, 4, 32, 4}, {100, 4, 96, 4}, {104, 4, 160, 4}}};
+  for (int m = 0; m < 8; ++m) f[4 + m] = {4 * m, 4, 224 + 64 * m, 4};
+  for (int k = 0; k < 16; ++k) f[12 + k] = {32 + 4 * k, 4, 736 + 64 * k, 4};
+  return f;
+}();
+
 std::span<const field_move> fields_of(dtype t) {
+  if (t == dtype::q2_k) return q2_k_fields;
+  if (t == dtype::q3_k) return q3_k_fields;
   if (t == dtype::q4_1) return q4_1_fields;
   if (t == dtype::q5_0) return q5_0_fields;
   if (t == dtype::q5_1) return q5_1_fields;

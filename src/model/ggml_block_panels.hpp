@@ -13,7 +13,9 @@
 // runs of the 128 bytes of nibbles. iq4_nl's is q4_0's; q4_1, q5_0, q5_1 put m (q4_1, q5_1: 16 fp16 at
 // 32) and qh (q5_0: at 32, q5_1: at 64; 4 bytes a row, its bits transposed so that byte k's bit u is
 // weight 4u + k's) between the d and the nibbles; iq4_xs's (2176 bytes): the 16 d, scales_h (2 bytes a
-// row), scales_l (4 a row), then q4_k's 32 runs of nibbles. The quad layout (block_panel_quads_follow) is the alternative for
+// row), scales_l (4 a row), then q4_k's 32 runs of nibbles. q2_k's (1344 bytes): d, dmin, 4 runs of the
+// 16 scale bytes, 16 runs of qs; q3_k's (1760 bytes): d, 3 runs of the 12 scale bytes, 8 runs of hmask,
+// 16 runs of qs. The quad layout (block_panel_quads_follow) is the alternative for
 // kernels that run 4 rows at a time: the panel's 4 quads one after the other, each quad's blocks in
 // order, a quad block holding block b of its 4 rows.
 // The quad layout's quad blocks: q5_k's (704 bytes): q4_k's quad block (the 4 rows' d, then dmin, 8 bytes
@@ -36,7 +38,7 @@ constexpr int block_panel_quad = 4;   // rows interleaved in one quad block (the
 constexpr bool block_panel_quads_follow(dtype t) { return t == dtype::q5_k || t == dtype::q6_k; }
 
 // Whether type t has a panel layout (the 32-weight formats q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl; the
-// 256-weight q4_k, q5_k, q6_k, iq4_xs).
+// 256-weight q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs).
 constexpr bool block_panels_defined(dtype t) {
   switch (t) {
     case dtype::q4_0:
@@ -45,6 +47,8 @@ constexpr bool block_panels_defined(dtype t) {
     case dtype::q5_1:
     case dtype::q8_0:
     case dtype::iq4_nl:
+    case dtype::q2_k:
+    case dtype::q3_k:
     case dtype::q4_k:
     case dtype::q5_k:
     case dtype::q6_k:

@@ -96,12 +96,13 @@ TEST(gguf_packed_load, q4_k_m_mix_loads_as_views_of_the_files_types) {
   }
 }
 
-// Files of one 32-weight format or iq4_xs ("pure": every matrix that type): every matrix the forward
+// Files of one 32-weight format, iq4_xs, q2_k or q3_k ("pure": every matrix that type): every matrix the forward
 // pass multiplies is repacked into row panels where this CPU has their kernel (block_panels_here), its
 // rows still the file's, and the model owns only its norms and the panels.
 TEST(gguf_packed_load, every_matrix_of_a_panel_type_is_loaded_as_panels) {
   const model_config c = small_config("llama", false);
-  for (const char* recipe : {"pure:Q4_1", "pure:Q5_0", "pure:Q5_1", "pure:IQ4_NL", "pure:IQ4_XS"}) {
+  for (const char* recipe :
+       {"pure:Q4_1", "pure:Q5_0", "pure:Q5_1", "pure:IQ4_NL", "pure:IQ4_XS", "pure:Q2_K", "pure:Q3_K"}) {
     SCOPED_TRACE(recipe);
     const auto path = write_random(c, recipe);
     auto m = gguf_model_load(path);
