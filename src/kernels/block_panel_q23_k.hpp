@@ -87,7 +87,7 @@ void q23_k_panel_dot(float* sums, const std::byte* panel, const act_block256* co
 #pragma GCC unroll 4
         for (int r = 0; r < 4; ++r) {
           v[r] = _mm512_loadu_si512(block + F::qs_at + 64 * (8 * n + 4 * h + r));
-          if constexpr (F::has_hmask) hm[r] = _mm512_loadu_si512(block + panel_q3_k::hmask_at + 64 * (4 * h + r));
+          if constexpr (F::has_hmask) hm[r] = _mm512_loadu_si512(block + F::hmask_at + 64 * (4 * h + r));
         }
 #pragma GCC unroll 4
         for (int j = 0; j < 4; ++j) {
@@ -150,10 +150,9 @@ constexpr q23_k_panel_fn q23_k_panel_kernels[q23_k_panel_tokens] = {q23_k_panel_
 // q2_k: extra[(t * nb + b) * 8 + 2s + e] = token t's sums over groups (4s + e, 4s + e + 2) of super-block
 // b as two 16-bit halves: the partners of the mins' pairs in q23_k_panel_dot.
 inline void q2_k_min_pairs(std::int32_t* extra, const act_block256& y) {
+  const auto half = [&](int g) { return static_cast<std::uint32_t>(static_cast<std::uint16_t>(y.bsums[g])); };
   for (int s = 0; s < 4; ++s)
-    for (int e = 0; e < 2; ++e)
-      extra[2 * s + e] = static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::uint16_t>(y.bsums[4 * s + e + 2])) << 16 |
-                                                   static_cast<std::uint16_t>(y.bsums[4 * s + e]));
+    for (int e = 0; e < 2; ++e) extra[2 * s + e] = static_cast<std::int32_t>(half(4 * s + e + 2) << 16 | half(4 * s + e));
 }
 // q3_k: extra[(t * nb + b) * 16 + g] = -4 x token t's sum over group g of super-block b.
 inline void q3_k_group_offsets(std::int32_t* extra, const act_block256& y) {

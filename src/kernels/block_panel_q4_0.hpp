@@ -1,6 +1,7 @@
 #pragma once
-// The 32-weight formats (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl) over row panels (model/ggml_block_panels.hpp) on zmm with VNNI. A panel block holds 4
-// weights of each of the panel's 16 rows per 64 bytes, one row per 32-bit element, so one vpdpbusd
+// The 32-weight formats (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl) over row panels
+// (model/ggml_block_panels.hpp) on zmm with VNNI. A panel block holds 4 weights of each of the
+// panel's 16 rows per 64 bytes, one row per 32-bit element, so one vpdpbusd
 // against the token's 4 matching activations (an embedded {1to16} broadcast) feeds all 16 rows and the
 // block's integer dot products come out one row per element, with no reduction across lanes.
 // The weights go in unsigned (q4_0's 0..15, q5_0's 0..31, q8_0's + 128, iq4_nl's levels + 128); their
@@ -29,7 +30,8 @@ constexpr int q4_0_panel_tokens = 4;  // tokens sharing one decode of a panel's 
 // How a format's panel block (16 fp16 scales d at its start, then its other fields) gives its 8 zmm of
 // unsigned weights, w[u] holding weights 4u..4u+3 of every row (bytes 0-3 of a row's element), and
 // where its fp16 mins m are (has_min: q4_1, q5_1, whose activations carry s = d x their sum).
-// Nibbles at qs_at as q4_0's: 4 runs of 64 bytes, low nibbles weights 4k.., high ones 16 + 4k...
+
+// Nibbles laid out as q4_0's at qs: 4 runs of 64 bytes, low nibbles weights 4k.., high ones 16 + 4k...
 inline void panel_nibbles(const std::byte* qs, __m512i* w) {
   const __m512i low4 = _mm512_set1_epi8(0xF);
 #pragma GCC unroll 4
