@@ -4,7 +4,8 @@
 // holds qs bytes 32n + 16h + 4r.. of every row, whose 2-bit fields at shift 2j are weights
 // 128n + 32j + 16h + 4r.. of group g = 8n + 2j + h (16 weights, one scale each). Per group, 4 vpdpbusd
 // against the token's matching activations ({1to16} broadcast) give each row its integer dot, which
-// vpmulld scales by the row's scale of that group (16 rows' scales unpacked together).
+// vpmulld scales by the row's scale of that group (the 16 rows' scales unpacked together: q3_k's all 16
+// once per super-block, q2_k's one group at a time).
 // q2_k: weights 0..3, 4-bit scales and mins; the mins meet the token's sums per 16 as 16-bit pairs in
 // vpdpwssd (q2_k_min_pairs), as q4_k's do. q3_k: the hmask bit (one vptestmb per 64 weights) makes the
 // weights 0..7 = the file's -4..3 plus 4; -4 x the token's group sum starts each group's sum, so it is the
@@ -41,8 +42,11 @@ struct panel_q2_k {
   static constexpr int qs_at = 320;
   static constexpr bool has_min = true, has_hmask = false;
   static constexpr int extra_per_block = 8;  // min pairs
+  // Its scales are read per group from the block (L1): unpacking them once per super-block, as q3_k's,
+  // holds 4 more registers and measured slower here.
+  static void scales(const std::byte*, __m512i*) {}
   // Group g's 4-bit scale, a row per element.
-  static __m512i scale(const std::byte* block, int g) {
+  static __m512i scale(const std::byte* block, const __m512i*, int g) {
     const __m512i run = _mm512_loadu_si512(block + 64 + 64 * (g / 4));
     return _mm512_and_si512(_mm512_srli_epi32(run, 8 * (g % 4)), _mm512_set1_epi32(0xF));
   }
@@ -56,13 +60,23 @@ struct panel_q3_k {
   static constexpr int qs_at = 736, hmask_at = 224;
   static constexpr bool has_min = false, has_hmask = true;
   static constexpr int extra_per_block = 16;  // -4 x the token's group sums
-  // Group g's scale minus 32 (k3_scales): nibble g / 8 of packed byte g % 8, below bits 2 (g / 4),
-  // 2 (g / 4) + 1 of byte 8 + g % 4.
-  static __m512i scale(const std::byte* block, int g) {
-    const __m512i low = _mm512_loadu_si512(block + 32 + 64 * (g % 8 / 4)), high = _mm512_loadu_si512(block + 160);
-    const __m512i l = _mm512_and_si512(_mm512_srli_epi32(low, 8 * (g % 4) + 4 * (g / 8)), _mm512_set1_epi32(0xF));
-    const __m512i hbits = _mm512_and_si512(_mm512_srli_epi32(high, 8 * (g % 4) + 2 * (g / 4)), _mm512_set1_epi32(3));
-    return _mm512_sub_epi32(_mm512_or_si512(l, _mm512_slli_epi32(hbits, 4)), _mm512_set1_epi32(32));
+  // The 16 groups' scales minus 32 as signed bytes (k3_scales): byte b of s[q]'s element i is row i's
+  // scale of group g = 4q + b: nibble g / 8 of packed byte g % 8, below bits 2q, 2q + 1 of byte 8 + b.
+  static void scales(const std::byte* block, __m512i* s) {
+    const __m512i packed0 = _mm512_loadu_si512(block + 32), packed4 = _mm512_loadu_si512(block + 96);
+    const __m512i high = _mm512_loadu_si512(block + 160), nibble = _mm512_set1_epi8(0xF), bits45 = _mm512_set1_epi8(0x30);
+    const __m512i low[4] = {_mm512_and_si512(packed0, nibble), _mm512_and_si512(packed4, nibble),
+                            _mm512_and_si512(_mm512_srli_epi16(packed0, 4), nibble),
+                            _mm512_and_si512(_mm512_srli_epi16(packed4, 4), nibble)};
+    // Bits 2q, 2q + 1 of each byte to bits 4, 5 (16-bit shifts: what crosses from the next byte is masked).
+    const __m512i top[4] = {_mm512_slli_epi16(high, 4), _mm512_slli_epi16(high, 2), high, _mm512_srli_epi16(high, 2)};
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q)
+      s[q] = _mm512_sub_epi8(_mm512_ternarylogic_epi32(low[q], top[q], bits45, 0xF8), _mm512_set1_epi8(32));
+  }
+  // Group g's scale, a row per element (sign-extended).
+  static __m512i scale(const std::byte*, const __m512i* s, int g) {
+    return _mm512_srai_epi32(_mm512_slli_epi32(s[g / 4], 24 - 8 * (g % 4)), 24);
   }
   static __m512i chain_start(const std::int32_t* minus_offset, int g) { return _mm512_set1_epi32(minus_offset[g]); }
 };
@@ -77,8 +91,9 @@ void q23_k_panel_dot(float* sums, const std::byte* panel, const act_block256* co
   const __m512i low2 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
   for (int b = 0; b < nb; ++b) {
     const std::byte* block = panel + static_cast<std::size_t>(b) * F::block_bytes;
-    __m512i isum[n_t];
+    __m512i isum[n_t], group_scales[4];
     for (int t = 0; t < n_t; ++t) isum[t] = _mm512_setzero_si512();
+    F::scales(block, group_scales);
 #pragma GCC unroll 2
     for (int n = 0; n < 2; ++n)
 #pragma GCC unroll 2
@@ -100,7 +115,7 @@ void q23_k_panel_dot(float* sums, const std::byte* panel, const act_block256* co
               w[r] = _mm512_mask_add_epi8(
                   w[r], _mm512_test_epi8_mask(hm[r], _mm512_set1_epi8(static_cast<char>(1 << (4 * n + j)))), w[r], four);
           }
-          const __m512i scale = F::scale(block, g);
+          const __m512i scale = F::scale(block, group_scales, g);
 #pragma GCC unroll 4
           for (int t = 0; t < n_t; ++t) {
             const std::int8_t* q = y[t][b].qs + 16 * g;
