@@ -1,8 +1,8 @@
 #pragma once
 // Block-quantized matrices repacked once at load into row panels, so one activation load and one
 // vpdpbusd feed 16 rows at once (docs/block-kernels.md draws the layout). Same bits per weight as the
-// file: the blocks' fields are only moved, never re-encoded, and the repacked copy replaces the file's
-// tensor. A panel holds block_panel_rows rows (rows past the end are zero blocks).
+// file: the blocks' fields are only moved, never re-encoded (q5_0 / q5_1's qh has its 32 bits permuted),
+// and the repacked copy replaces the file's tensor. A panel holds block_panel_rows rows (rows past the end are zero blocks).
 //
 // Block b of the panel's 16 rows, then block b + 1, so a panel streams as one sequential run; inside
 // a panel block every field is laid out 16 rows wide, 4 bytes of each row per 64 bytes (one row per
