@@ -1,12 +1,14 @@
 #pragma once
-// q4_0 and q8_0 over row panels (model/ggml_block_panels.hpp) on zmm with VNNI. A panel block holds 4
-// weights of each of the panel's 16 rows per 64 bytes, one row per 32-bit element, so one vpdpbusd
+// The 32-weight formats (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl) over row panels
+// (model/ggml_block_panels.hpp) on zmm with VNNI. A panel block holds 4 weights of each of the
+// panel's 16 rows per 64 bytes, one row per 32-bit element, so one vpdpbusd
 // against the token's 4 matching activations (an embedded {1to16} broadcast) feeds all 16 rows and the
 // block's integer dot products come out one row per element, with no reduction across lanes.
-// The weights go in unsigned (q4_0's 0..15, q8_0's + 128); their offset (8, 128) times the token's sum
-// over the block starts each row's integer sum (q4_0_block_offsets, once per token and call).
-// fp32: per row, acc += float(isum) * (d * y.d) block after block: one sequence whatever the token
-// count, tile or row range (batch invariance).
+// The weights go in unsigned (q4_0's 0..15, q5_0's 0..31, q8_0's + 128, iq4_nl's levels + 128); their
+// offset (8, 16, 128) times the token's sum over the block starts each row's integer sum
+// (q4_0_block_offsets, once per token and call). q4_1 / q5_1 are unsigned with a min: no offset.
+// fp32: per row, acc += float(isum) * (d * y.d) block after block (q4_1 / q5_1 also acc_min += m * y.s,
+// then acc + acc_min): one sequence whatever the token count, tile or row range (batch invariance).
 // Included by the avx512_vnni file only.
 #include <immintrin.h>
 
@@ -16,6 +18,7 @@
 #include <cstring>
 #include <vector>
 
+#include "block_formats.hpp"
 #include "model/ggml_block_panels.hpp"
 #include "pagedserve/kernels.hpp"
 
@@ -24,24 +27,76 @@ namespace {
 
 constexpr int q4_0_panel_tokens = 4;  // tokens sharing one decode of a panel's block
 
-// How a format's panel block (16 fp16 scales, then the weights) gives its 8 zmm of unsigned weights,
-// w[u] holding weights 4u..4u+3 of every row.
+// How a format's panel block (16 fp16 scales d at its start, then its other fields) gives its 8 zmm of
+// unsigned weights, w[u] holding weights 4u..4u+3 of every row (bytes 0-3 of a row's element), and
+// where its fp16 mins m are (has_min: q4_1, q5_1, whose activations carry s = d x their sum).
+
+// Nibbles laid out as q4_0's at qs: 4 runs of 64 bytes, low nibbles weights 4k.., high ones 16 + 4k...
+inline void panel_nibbles(const std::byte* qs, __m512i* w) {
+  const __m512i low4 = _mm512_set1_epi8(0xF);
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    const __m512i v = _mm512_loadu_si512(qs + 64 * k);
+    w[k] = _mm512_and_si512(v, low4);                            // weights 4k..4k+3
+    w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);  // weights 16 + 4k..
+  }
+}
+// q5_0 / q5_1: the fifth bits, 16 added where bit u of the transposed qh's byte k is set (weight 4u + k).
+inline void panel_fifth_bits(const std::byte* qh, __m512i* w) {
+  const __m512i bits = _mm512_loadu_si512(qh), sixteen = _mm512_set1_epi8(16);
+#pragma GCC unroll 8
+  for (int u = 0; u < 8; ++u)
+    w[u] = _mm512_mask_add_epi8(w[u], _mm512_test_epi8_mask(bits, _mm512_set1_epi8(static_cast<char>(1 << u))), w[u],
+                                sixteen);
+}
 struct panel_q4_0 {
   static constexpr std::size_t block_bytes = 32 + 4 * 64;
   static constexpr int offset = 8;
+  static constexpr bool has_min = false;
+  static void decode(const std::byte* block, __m512i* w) { panel_nibbles(block + 32, w); }
+};
+struct panel_q4_1 {
+  static constexpr std::size_t block_bytes = 64 + 4 * 64;
+  static constexpr int offset = 0, m_at = 32;
+  static constexpr bool has_min = true;
+  static void decode(const std::byte* block, __m512i* w) { panel_nibbles(block + 64, w); }
+};
+struct panel_q5_0 {
+  static constexpr std::size_t block_bytes = 96 + 4 * 64;
+  static constexpr int offset = 16;
+  static constexpr bool has_min = false;
   static void decode(const std::byte* block, __m512i* w) {
-    const __m512i low4 = _mm512_set1_epi8(0xF);
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) {
-      const __m512i v = _mm512_loadu_si512(block + 32 + 64 * k);
-      w[k] = _mm512_and_si512(v, low4);                         // weights 4k..4k+3
-      w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);  // weights 16 + 4k..
-    }
+    panel_nibbles(block + 96, w);
+    panel_fifth_bits(block + 32, w);
+  }
+};
+struct panel_q5_1 {
+  static constexpr std::size_t block_bytes = 128 + 4 * 64;
+  static constexpr int offset = 0, m_at = 32;
+  static constexpr bool has_min = true;
+  static void decode(const std::byte* block, __m512i* w) {
+    panel_nibbles(block + 128, w);
+    panel_fifth_bits(block + 64, w);
+  }
+};
+// iq4_nl: q4_0's layout; the nibbles index the 16 levels plus 128 (1..241), offset 128.
+struct panel_iq4_nl {
+  static constexpr std::size_t block_bytes = 32 + 4 * 64;
+  static constexpr int offset = 128;
+  static constexpr bool has_min = false;
+  static void decode(const std::byte* block, __m512i* w) {
+    const __m512i levels = _mm512_xor_si512(
+        _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(iq4_levels))),
+        _mm512_set1_epi8(static_cast<char>(0x80)));
+    panel_nibbles(block + 32, w);
+#pragma GCC unroll 8
+    for (int u = 0; u < 8; ++u) w[u] = _mm512_shuffle_epi8(levels, w[u]);
   }
 };
 struct panel_q8_0 {
   static constexpr std::size_t block_bytes = 32 + 8 * 64;
   static constexpr int offset = 128;
+  static constexpr bool has_min = false;
   static void decode(const std::byte* block, __m512i* w) {
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
 #pragma GCC unroll 8
@@ -56,12 +111,12 @@ inline __m512i q4_0_broadcast4(const std::int8_t* p) {
 }
 
 // sums[t * 16 + r] = row r of the panel · token t's activations y[t], t < n_t; minus_offset[t][b] is
-// -offset x the sum of token t's block b.
+// -offset x the sum of token t's block b (unused where the offset is 0).
 template <class F, int n_t>
 void q4_0_panel_dot(float* sums, const std::byte* panel, const act_block32* const* y,
                     const std::int32_t* const* minus_offset, int nb) {
-  __m512 acc[n_t];
-  for (__m512& a : acc) a = _mm512_setzero_ps();
+  __m512 acc[n_t], acc_min[n_t];
+  for (int t = 0; t < n_t; ++t) acc[t] = acc_min[t] = _mm512_setzero_ps();
   for (int b = 0; b < nb; ++b) {
     const std::byte* block = panel + static_cast<std::size_t>(b) * F::block_bytes;
     __m512i w[8];
@@ -71,7 +126,8 @@ void q4_0_panel_dot(float* sums, const std::byte* panel, const act_block32* cons
     for (int t = 0; t < n_t; ++t) {
       const act_block32& a = y[t][b];
       // Two chains (weights 0..15, 16..31), so the dependent vpdpbusd overlap.
-      __m512i even = _mm512_set1_epi32(minus_offset[t][b]), odd = _mm512_setzero_si512();
+      __m512i even = F::offset ? _mm512_set1_epi32(minus_offset[t][b]) : _mm512_setzero_si512();
+      __m512i odd = _mm512_setzero_si512();
 #pragma GCC unroll 4
       for (int u = 0; u < 4; ++u) {
         even = _mm512_dpbusd_epi32(even, w[u], q4_0_broadcast4(a.qs + 4 * u));
@@ -79,9 +135,14 @@ void q4_0_panel_dot(float* sums, const std::byte* panel, const act_block32* cons
       }
       const __m512i isum = _mm512_add_epi32(even, odd);
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, _mm512_set1_ps(a.d)), acc[t]);
+      if constexpr (F::has_min) {
+        const __m512 m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + F::m_at)));
+        acc_min[t] = _mm512_fmadd_ps(m, _mm512_set1_ps(a.s), acc_min[t]);
+      }
     }
   }
-  for (int t = 0; t < n_t; ++t) _mm512_storeu_ps(sums + t * block_panel_rows, acc[t]);
+  for (int t = 0; t < n_t; ++t)
+    _mm512_storeu_ps(sums + t * block_panel_rows, F::has_min ? _mm512_add_ps(acc[t], acc_min[t]) : acc[t]);
 }
 
 using q4_0_panel_fn = void (*)(float*, const std::byte*, const act_block32* const*, const std::int32_t* const*, int);
@@ -102,7 +163,7 @@ inline void q4_0_block_offsets(std::int32_t* offsets, const std::byte* xq, std::
   }
 }
 
-// kernel_table::matmul_blocks for a panel-packed q4_0 or q8_0 w: every panel touching [o_begin, o_end),
+// kernel_table::matmul_blocks for a panel-packed w of a 32-weight format F: every panel touching [o_begin, o_end),
 // all of its rows computed, those in the range stored.
 template <class F>
 void matmul_q4_0_panels(float* out, const std::byte* xq, const weight& w, int n_tokens, int o_begin, int o_end) {
@@ -111,7 +172,7 @@ void matmul_q4_0_panels(float* out, const std::byte* xq, const weight& w, int n_
   const std::size_t panel_bytes = static_cast<std::size_t>(nb) * F::block_bytes;
   thread_local std::vector<std::int32_t> offsets;  // grows to the largest call, then reused
   if (offsets.size() < static_cast<std::size_t>(n_tokens) * nb) offsets.resize(static_cast<std::size_t>(n_tokens) * nb);
-  q4_0_block_offsets(offsets.data(), xq, x_bytes, n_tokens, nb, F::offset);
+  if (F::offset) q4_0_block_offsets(offsets.data(), xq, x_bytes, n_tokens, nb, F::offset);
   for (int p = o_begin / block_panel_rows; p * block_panel_rows < o_end; ++p) {
     const int first = p * block_panel_rows;
     const int r_begin = std::max(o_begin, first) - first, r_end = std::min(o_end, first + block_panel_rows) - first;

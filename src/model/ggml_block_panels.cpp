@@ -3,6 +3,7 @@
 #include "model/ggml_block_panels.hpp"
 
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <span>
 
@@ -30,9 +31,25 @@ struct field_move {
   int from, bytes, to, row_step;
 };
 
-// q4_0 (288-byte panel block, 16 rows): d at 2 i; bytes 4k..4k+3 of the nibbles at 32 + 64 k + 4 i
-// (k < 4): each 64 bytes one zmm holding 4 bytes of every row, one row per 32-bit element.
+// q4_0 and iq4_nl (288-byte panel block, 16 rows): d at 2 i; bytes 4k..4k+3 of the nibbles at
+// 32 + 64 k + 4 i (k < 4): each 64 bytes one zmm holding 4 bytes of every row, one row per 32-bit element.
 constexpr field_move q4_0_fields[] = {{0, 2, 0, 2}, {2, 4, 32, 4}, {6, 4, 96, 4}, {10, 4, 160, 4}, {14, 4, 224, 4}};
+// q4_1 (320 bytes): d at 2 i, m at 32 + 2 i, the nibbles as q4_0's from 64.
+constexpr field_move q4_1_fields[] = {{0, 2, 0, 2},     {2, 2, 32, 2},     {4, 4, 64, 4},
+                                      {8, 4, 128, 4},   {12, 4, 192, 4},   {16, 4, 256, 4}};
+// q5_0 (352 bytes): d at 2 i, qh at 32 + 4 i (bits transposed: qh_to_panel), the nibbles from 96.
+constexpr field_move q5_0_fields[] = {{0, 2, 0, 2},     {2, 4, 32, 4},     {6, 4, 96, 4},
+                                      {10, 4, 160, 4},  {14, 4, 224, 4},   {18, 4, 288, 4}};
+// q5_1 (384 bytes): d at 2 i, m at 32 + 2 i, qh at 64 + 4 i (transposed), the nibbles from 128.
+constexpr field_move q5_1_fields[] = {{0, 2, 0, 2},    {2, 2, 32, 2},    {4, 4, 64, 4},   {8, 4, 128, 4},
+                                      {12, 4, 192, 4}, {16, 4, 256, 4},  {20, 4, 320, 4}};
+// iq4_xs (2176 bytes): d at 2 i, scales_h at 32 + 2 i, scales_l at 64 + 4 i; then bytes 4k..4k+3 of
+// the 128 bytes of nibbles at 128 + 64 k + 4 i (k < 32).
+constexpr auto iq4_xs_fields = [] {
+  std::array<field_move, 3 + 32> f{{{0, 2, 0, 2}, {2, 2, 32, 2}, {4, 4, 64, 4}}};
+  for (int k = 0; k < 32; ++k) f[3 + k] = {8 + 4 * k, 4, 128 + 64 * k, 4};
+  return f;
+}();
 // q4_k (2304-byte panel block, 16 rows): d at 2 i, dmin at 32 + 2 i; the 12 packed scale bytes as
 // three runs of 64 bytes, 4 bytes a row (64, 128, 192 + 4 i); then bytes 4k..4k+3 of the 128 bytes of
 // nibbles at 256 + 64 k + 4 i (k < 32).
@@ -61,12 +78,63 @@ constexpr field_move q6_k_fields[] = {{0, 16, 0, 16},     {16, 16, 64, 16},   {3
                                       {128, 16, 512, 16}, {144, 16, 576, 16}, {160, 16, 640, 16}, {176, 16, 704, 16},
                                       {192, 16, 768, 16}, {208, 2, 832, 2}};
 
+// q2_k (1344 bytes): d at 2 i, dmin at 32 + 2 i; scale bytes 4s..4s+3 at 64 + 64 s + 4 i (s < 4); qs
+// bytes 4k..4k+3 at 320 + 64 k + 4 i (k < 16).
+constexpr auto q2_k_fields = [] {
+  std::array<field_move, 6 + 16> f{{{80, 2, 0, 2}, {82, 2, 32, 2}, {0, 4, 64, 4}, {4, 4, 128, 4}, {8, 4, 192, 4}, {12, 4, 256, 4}}};
+  for (int k = 0; k < 16; ++k) f[6 + k] = {16 + 4 * k, 4, 320 + 64 * k, 4};
+  return f;
+}();
+// q3_k (1760 bytes): d at 2 i; the 12 scale bytes as three runs (32, 96, 160 + 4 i); hmask bytes
+// 4m..4m+3 at 224 + 64 m + 4 i (m < 8); qs bytes 4k..4k+3 at 736 + 64 k + 4 i (k < 16).
+constexpr auto q3_k_fields = [] {
+  std::array<field_move, 4 + 8 + 16> f{{{108, 2, 0, 2}, {96, 4, 32, 4}, {100, 4, 96, 4}, {104, 4, 160, 4}}};
+  for (int m = 0; m < 8; ++m) f[4 + m] = {4 * m, 4, 224 + 64 * m, 4};
+  for (int k = 0; k < 16; ++k) f[12 + k] = {32 + 4 * k, 4, 736 + 64 * k, 4};
+  return f;
+}();
+
 std::span<const field_move> fields_of(dtype t) {
+  if (t == dtype::q2_k) return q2_k_fields;
+  if (t == dtype::q3_k) return q3_k_fields;
+  if (t == dtype::q4_1) return q4_1_fields;
+  if (t == dtype::q5_0) return q5_0_fields;
+  if (t == dtype::q5_1) return q5_1_fields;
+  if (t == dtype::iq4_xs) return iq4_xs_fields;
   if (t == dtype::q4_k) return q4_k_fields;
   if (t == dtype::q5_k) return q5_k_fields;
   if (t == dtype::q6_k) return q6_k_fields;
   if (t == dtype::q8_0) return q8_0_fields;
-  return q4_0_fields;
+  return q4_0_fields;  // q4_0, iq4_nl
+}
+
+// q5_0 / q5_1: where the 32-bit qh of row i lies in the unit block (-1: none). In the panel its bits are
+// transposed so that bit u of byte k is the fifth bit of weight 4u + k (the file's bit 4u + k): weights
+// 4u..4u+3 sit in bytes 0-3 of the kernel's vector u, so one vptestmb against bit u finds their fifth
+// bits in place.
+int qh_at(dtype t) { return t == dtype::q5_0 ? 32 : t == dtype::q5_1 ? 64 : -1; }
+
+std::uint32_t qh_to_panel(std::uint32_t qh) {
+  std::uint32_t out = 0;
+  for (int u = 0; u < 8; ++u)
+    for (int k = 0; k < 4; ++k) out |= ((qh >> (4 * u + k)) & 1u) << (8 * k + u);
+  return out;
+}
+
+std::uint32_t qh_from_panel(std::uint32_t panel) {
+  std::uint32_t out = 0;
+  for (int u = 0; u < 8; ++u)
+    for (int k = 0; k < 4; ++k) out |= ((panel >> (8 * k + u)) & 1u) << (4 * u + k);
+  return out;
+}
+
+// The 32 bits at `at` replaced by f of them.
+template <class F>
+void transform32(std::byte* at, F f) {
+  std::uint32_t v;
+  std::memcpy(&v, at, 4);
+  v = f(v);
+  std::memcpy(at, &v, 4);
 }
 
 }  // namespace
@@ -85,6 +153,7 @@ void block_panels_pack(std::byte* out, const std::byte* stored, dtype t, int row
       std::byte* to = out + unit_offset(t, nb, o, b);
       const int i = o % unit_rows(t);
       for (const field_move& f : fields_of(t)) std::memcpy(to + f.to + f.row_step * i, block + f.from, f.bytes);
+      if (qh_at(t) >= 0) transform32(to + qh_at(t) + 4 * i, qh_to_panel);
     }
 }
 
@@ -96,6 +165,7 @@ void block_panels_row(std::byte* out, const weight& w, int row) {
     const std::byte* from = static_cast<const std::byte*>(w.data) + unit_offset(w.type, nb, row, b);
     std::byte* block = out + static_cast<std::size_t>(b) * l.bytes;
     for (const field_move& f : fields_of(w.type)) std::memcpy(block + f.from, from + f.to + f.row_step * i, f.bytes);
+    if (qh_at(w.type) >= 0) transform32(block + (w.type == dtype::q5_0 ? 2 : 4), qh_from_panel);  // the file's qh
   }
 }
 

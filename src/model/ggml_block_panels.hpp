@@ -1,8 +1,8 @@
 #pragma once
 // Block-quantized matrices repacked once at load into row panels, so one activation load and one
 // vpdpbusd feed 16 rows at once (docs/block-kernels.md draws the layout). Same bits per weight as the
-// file: the blocks' fields are only moved, never re-encoded, and the repacked copy replaces the file's
-// tensor. A panel holds block_panel_rows rows (rows past the end are zero blocks).
+// file: the blocks' fields are only moved, never re-encoded (q5_0 / q5_1's qh has its 32 bits permuted),
+// and the repacked copy replaces the file's tensor. A panel holds block_panel_rows rows (rows past the end are zero blocks).
 //
 // Block b of the panel's 16 rows, then block b + 1, so a panel streams as one sequential run; inside
 // a panel block every field is laid out 16 rows wide, 4 bytes of each row per 64 bytes (one row per
@@ -10,7 +10,12 @@
 // the 16 rows' fp16 scales d (32 bytes), then 4 runs of 64 bytes, run k holding bytes 4k..4k+3 of every
 // row's nibbles. q8_0's (544 bytes): the 16 d, then 8 runs, run k holding weights 4k..4k+3 of every row.
 // q4_k's (2304 bytes): the 16 d, the 16 dmin, 3 runs of the 12 packed scale bytes (4 a row), then 32
-// runs of the 128 bytes of nibbles. The quad layout (block_panel_quads_follow) is the alternative for
+// runs of the 128 bytes of nibbles. iq4_nl's is q4_0's; q4_1, q5_0, q5_1 put m (q4_1, q5_1: 16 fp16 at
+// 32) and qh (q5_0: at 32, q5_1: at 64; 4 bytes a row, its bits transposed so that byte k's bit u is
+// weight 4u + k's) between the d and the nibbles; iq4_xs's (2176 bytes): the 16 d, scales_h (2 bytes a
+// row), scales_l (4 a row), then q4_k's 32 runs of nibbles. q2_k's (1344 bytes): d, dmin, 4 runs of the
+// 16 scale bytes, 16 runs of qs; q3_k's (1760 bytes): d, 3 runs of the 12 scale bytes, 8 runs of hmask,
+// 16 runs of qs. The quad layout (block_panel_quads_follow) is the alternative for
 // kernels that run 4 rows at a time: the panel's 4 quads one after the other, each quad's blocks in
 // order, a quad block holding block b of its 4 rows.
 // The quad layout's quad blocks: q5_k's (704 bytes): q4_k's quad block (the 4 rows' d, then dmin, 8 bytes
@@ -32,9 +37,24 @@ constexpr int block_panel_quad = 4;   // rows interleaved in one quad block (the
 // block b of all 16 rows, then block b + 1 (q4_0, q8_0, q4_k).
 constexpr bool block_panel_quads_follow(dtype t) { return t == dtype::q5_k || t == dtype::q6_k; }
 
-// Whether type t has a panel layout (q4_0, q8_0, q4_k, q5_k, q6_k).
+// Whether type t has a panel layout (the 32-weight formats q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl; the
+// 256-weight q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs).
 constexpr bool block_panels_defined(dtype t) {
-  return t == dtype::q4_0 || t == dtype::q8_0 || t == dtype::q4_k || t == dtype::q5_k || t == dtype::q6_k;
+  switch (t) {
+    case dtype::q4_0:
+    case dtype::q4_1:
+    case dtype::q5_0:
+    case dtype::q5_1:
+    case dtype::q8_0:
+    case dtype::iq4_nl:
+    case dtype::q2_k:
+    case dtype::q3_k:
+    case dtype::q4_k:
+    case dtype::q5_k:
+    case dtype::q6_k:
+    case dtype::iq4_xs: return true;
+    default: return false;
+  }
 }
 constexpr int block_panel_padded_rows(int rows) { return (rows + block_panel_rows - 1) / block_panel_rows * block_panel_rows; }
 

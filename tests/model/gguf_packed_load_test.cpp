@@ -8,11 +8,13 @@
 #include <cstring>
 #include <filesystem>
 
-#include "model/hf_test_model.hpp"
 #include "model/block_panels_load.hpp"
+#include "model/ggml_block_panels.hpp"
+#include "model/hf_test_model.hpp"
 #include "model/ggml_blocks.hpp"
 #include "model/gguf_model.hpp"
 #include "model/gguf_random_model.hpp"
+#include "model/hf_test_model.hpp"
 
 namespace pagedserve {
 namespace {
@@ -112,6 +114,42 @@ TEST(gguf_packed_load, tied_classifier_is_packed_and_the_embedding_reads_it) {
   for (int row : {0, 17, 299})
     EXPECT_EQ(model_row(mm.token_embedding, row), file_row(*file->tensor("token_embd.weight"), row)) << row;
   std::filesystem::remove(path);
+}
+
+// Files of one 32-weight format, iq4_xs, q2_k or q3_k ("pure": every matrix that type): every matrix the forward
+// pass multiplies is repacked into row panels where this CPU has their kernel (block_panels_here), its
+// rows still the file's, and the model owns only its norms and the panels.
+TEST(gguf_packed_load, every_matrix_of_a_panel_type_is_loaded_as_panels) {
+  const model_config c = small_config("llama", false);
+  for (const char* recipe :
+       {"pure:Q4_1", "pure:Q5_0", "pure:Q5_1", "pure:IQ4_NL", "pure:IQ4_XS", "pure:Q2_K", "pure:Q3_K"}) {
+    SCOPED_TRACE(recipe);
+    const auto path = write_random(c, recipe);
+    auto m = gguf_model_load(path);
+    ASSERT_TRUE(m.has_value()) << m.error();
+    auto file = gguf_file::open(path);
+    ASSERT_TRUE(file.has_value());
+    const model& mm = **m;
+    const dtype t = gguf_recipe_parse(recipe)->base;
+    EXPECT_TRUE(block_panels_defined(t));
+    std::uint64_t panel_bytes = 0;
+    const auto check = [&](const weight& w) {
+      EXPECT_EQ(w.type, t);
+      EXPECT_EQ(w.panel_rows != 0, block_panels_here(t));
+      panel_bytes += w.panel_rows ? w.n_bytes() : 0;
+    };
+    check(mm.classifier);
+    EXPECT_EQ(mm.token_embedding.panel_rows, 0) << "row lookups read the file's layout";
+    for (const layer_weights& l : mm.layers)
+      for (const weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) check(*w);
+    for (const auto& [w, name, row] : {std::tuple{&mm.layers[4].w_down, "blk.4.ffn_down.weight", 255},
+                                       std::tuple{&mm.classifier, "output.weight", 299},
+                                       std::tuple{&mm.layers[7].wk, "blk.7.attn_k.weight", 63}})
+      EXPECT_EQ(model_row(*w, row), file_row(*file->tensor(name), row)) << name;
+    const std::uint64_t norm_bytes = (c.n_layers * 2 * c.dim + c.dim) * sizeof(float);
+    EXPECT_EQ(mm.owned_bytes, norm_bytes + panel_bytes);
+    std::filesystem::remove(path);
+  }
 }
 
 TEST(gguf_packed_load, moe_experts_are_slices_of_their_3d_tensors) {
