@@ -6,7 +6,7 @@
 // process (membw.hpp) right before each format's run, since it drifts on this VM.
 // "roofline" (docs/roofline.md) is the same ratio against weights plus the K/V the step reads (each
 // sequence's attended positions times the KV element size): the distance to the machine's limit once
-// attention counts, reported for the f32 KV cache and, on s110m int8, for f16 and q8.
+// attention counts, reported for the f32 KV cache and, on s110m int8, for f16, q8, fp8_e4m3 and fp8_e5m2.
 // With int8 weights also "compute_roof" (the matmuls at the vpdpbusd peak measured here, over the step)
 // and "bound" (the larger of the two roofs over the step): how close a step is to what the machine allows.
 //
