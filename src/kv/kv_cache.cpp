@@ -26,10 +26,10 @@ kv_cache::kv_cache(int n_layers, int n_blocks, int block_size, int n_kv_heads, i
 
 namespace {
 
+// One row of an fp8 cache: each element rounded to nearest even, saturated (pagedserve/fp8.hpp).
 template <std::uint8_t (*encode)(float)>
-void kv_encode_row_fp8(void* out, const float* x, int n) {
-  auto* o = static_cast<std::uint8_t*>(out);
-  for (int i = 0; i < n; ++i) o[i] = encode(x[i]);
+void kv_encode_row_fp8(std::uint8_t* out, const float* x, int n) {
+  for (int i = 0; i < n; ++i) out[i] = encode(x[i]);
 }
 
 }  // namespace
