@@ -6,7 +6,7 @@
 // process (membw.hpp) right before each format's run, since it drifts on this VM.
 // "roofline" (docs/roofline.md) is the same ratio against weights plus the K/V the step reads (each
 // sequence's attended positions times the KV element size): the distance to the machine's limit once
-// attention counts, reported for the f32 KV cache and, on s110m int8, for f16 and q8.
+// attention counts, reported for the f32 KV cache and, on s110m int8, for f16, q8, fp8_e4m3 and fp8_e5m2.
 // "split" counters: ms per step of each phase of the forward pass (forward_phase_times, timed over
 // extra steps after the run) and, for the matmul phases of dense models, the GB/s their weights
 // stream at (for attention, the GB/s of the K/V it reads); "join_us": one empty two-way static

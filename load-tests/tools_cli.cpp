@@ -113,8 +113,8 @@ void decode_limit_define(CLI::App& app, decode_limit_options& o) {
       ->check(CLI::IsMember({"none", "f32", "bf16", "int8", "int4"}))
       ->type_name("none|f32|bf16|int8|int4");
   app.add_option("--kv-cache-dtype", o.kv_cache_dtype, "the KV cache's element type")
-      ->check(CLI::IsMember({"f32", "f16", "q8"}))
-      ->type_name("f32|f16|q8");
+      ->check(CLI::IsMember({"f32", "f16", "q8", "fp8", "fp8_e4m3", "fp8_e5m2"}))
+      ->type_name("f32|f16|q8|fp8|fp8_e4m3|fp8_e5m2");
 }
 
 }  // namespace pagedserve::bench

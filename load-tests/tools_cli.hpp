@@ -34,7 +34,7 @@ void gguf_random_define(CLI::App& app, gguf_random_options& o);
 struct decode_limit_options {
   std::string model;
   std::string quantization = "none";  // the weights as served: none (as stored), f32, bf16, int8, int4
-  std::string kv_cache_dtype = "f32";  // f32, f16 or q8: the K/V bytes one attended position costs
+  std::string kv_cache_dtype = "f32";  // f32, f16, q8 or fp8 (fp8_e4m3, fp8_e5m2): the K/V bytes one attended position costs
 };
 
 // decode-limit MODEL [--quantization Q] [--kv-cache-dtype T], bound to o.

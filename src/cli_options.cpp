@@ -58,15 +58,17 @@ std::expected<std::string, std::string> quantization_parse(std::string_view v) {
                          "a pre-quantized GGUF is served as stored");
 }
 
-// vLLM's and llama.cpp's spellings of the KV cache type, onto the engine's f32, f16 and q8.
+// vLLM's and llama.cpp's spellings of the KV cache type, onto the engine's f32, f16, q8, fp8_e4m3 and
+// fp8_e5m2 (vLLM's "fp8" is e4m3).
 std::expected<std::string, std::string> kv_cache_dtype_parse(std::string_view v) {
   if (v == "auto" || v == "f32" || v == "fp32" || v == "float32" || v == "float") return "f32";
   if (v == "f16" || v == "fp16" || v == "float16" || v == "half") return "f16";
   if (v == "q8" || v == "q8_0" || v == "int8") return "q8";
-  return std::unexpected("'" + std::string(v) + "': the KV cache holds f32 (auto), f16 (fp16) or q8 (q8_0) here; " +
-                         (v.starts_with("fp8") ? "fp8 is not implemented: use q8 (int8 with a scale per token and head)"
-                          : v.starts_with("q")  ? "no other quantized KV cache is implemented"
-                                                : "no such type"));
+  if (v == "fp8" || v == "fp8_e4m3") return "fp8_e4m3";
+  if (v == "fp8_e5m2") return "fp8_e5m2";
+  return std::unexpected("'" + std::string(v) +
+                         "': the KV cache holds f32 (auto), f16 (fp16), q8 (q8_0), fp8 (fp8_e4m3) or fp8_e5m2 here; " +
+                         (v.starts_with("q") ? "no other quantized KV cache is implemented" : "no such type"));
 }
 
 void add_model_flags(CLI::App& sub, model_paths& m, bool& demo_model) {
@@ -103,8 +105,9 @@ void add_compute_flags(CLI::App& sub, config& c, std::vector<std::string>& notes
       ->type_name("auto|scalar|avx2|avx2_vnni|avx512|avx512_vnni|avx512_bf16")
       ->group("Engine");
   cli_add_parsed(sub, "--kv-cache-dtype,--cache-type-k", c.engine.kv_cache_dtype, kv_cache_dtype_parse,
-                 "KV cache element type (f16/fp16: half the memory; q8/q8_0: int8 with a scale per token and head)")
-      ->type_name("auto|f32|f16|fp16|q8")
+                 "KV cache element type (f16/fp16: half the memory; q8/q8_0: int8 with a scale per token and head; "
+                 "fp8/fp8_e4m3, fp8_e5m2: 8-bit floats, scale 1.0, as vLLM)")
+      ->type_name("auto|f32|f16|fp16|q8|fp8|fp8_e4m3|fp8_e5m2")
       ->default_str(c.engine.kv_cache_dtype)
       ->group("Engine");
   sub.add_option("--max-model-len", c.engine.max_model_len,

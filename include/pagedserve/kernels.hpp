@@ -17,6 +17,7 @@
 #include <span>
 #include <string_view>
 
+#include "pagedserve/fp8.hpp"
 #include "pagedserve/weight.hpp"
 
 namespace pagedserve::kernels {
@@ -162,7 +163,8 @@ bool block_panels_pay(const kernel_table& kt, dtype t);
 //   k_base + b * block_stride + (h * block_size + s) * head_size + d     (same for v_base),
 // so attention streams one head's block as a single run of block_size * head_size elements (with the
 // slot-major layout, a head's keys were block_size short runs kv_dim apart, and an fp16 cache decoded
-// no faster than fp32: bench_attention). Units: elements of `type` (f32, f16, or i8: the q8 cache).
+// no faster than fp32: bench_attention). Units: elements of `type` (f32, f16, i8: the q8 cache, or
+// f8_e4m3 / f8_e5m2: the fp8 caches, scale 1.0).
 // An i8 cache has one fp32 scale per row of head_size elements (per token and kv head, as llama.cpp's
 // q8_0 has one per 32): the row at element offset i has its scale at k_scales[i / head_size].
 struct paged_kv_layer {
@@ -191,6 +193,8 @@ struct paged_kv_layer {
   float element(const void* base, const float* scales, std::size_t block, int kv_head, int slot, int d) const {
     const std::size_t i = block * block_stride + head_offset(kv_head, slot) + d;
     if (type == dtype::i8) return static_cast<const std::int8_t*>(base)[i] * scales[i / head_size];
+    if (type == dtype::f8_e4m3) return fp8_e4m3_to_f32(static_cast<const std::uint8_t*>(base)[i]);
+    if (type == dtype::f8_e5m2) return fp8_e5m2_to_f32(static_cast<const std::uint8_t*>(base)[i]);
     return type == dtype::f16 ? f16_to_f32(static_cast<const std::uint16_t*>(base)[i])
                               : static_cast<const float*>(base)[i];
   }

@@ -19,13 +19,17 @@ namespace pagedserve {
 
 // f32, bf16, f16: plain elements. i8: pagedserve's per-row int8 (below). q4_0 ... iq4_xs: ggml's
 // block-quantized formats, kept as stored (ggml_blocks.hpp describes them).
-enum class dtype : std::uint8_t { f32, bf16, f16, i8, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs };
+// f8_e4m3 and f8_e5m2 are KV cache element types only (pagedserve/fp8.hpp), never a weight's.
+enum class dtype : std::uint8_t { f32, bf16, f16, i8, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs,
+                                  f8_e4m3, f8_e5m2 };
 
 std::string_view dtype_name(dtype t);  // "f32", "bf16", "f16", "i8", "q4_0", ..., "q4_k", ..., "iq4_xs"
 // Bytes per element (an i8 matrix's row scales come on top: see weight::n_bytes); 0 for the block
 // formats, whose size is per block (block_row_bytes).
 constexpr std::size_t dtype_size(dtype t) {
-  return t == dtype::f32 ? 4 : t == dtype::i8 ? 1 : t == dtype::bf16 || t == dtype::f16 ? 2 : 0;
+  return t == dtype::f32 ? 4 : t == dtype::i8 || t == dtype::f8_e4m3 || t == dtype::f8_e5m2 ? 1
+         : t == dtype::bf16 || t == dtype::f16                              ? 2
+                                                                            : 0;
 }
 
 // A [rows, cols] row-major matrix (rows = output features, as HF's nn.Linear and llama2.c store

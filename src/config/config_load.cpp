@@ -183,10 +183,9 @@ std::vector<std::string> config_validate(const config& c) {
   if (c.engine.max_waiting_per_client < 1) e.push_back("engine.max_waiting_per_client must be positive");
   if (c.engine.generation_config != "auto" && c.engine.generation_config != "vllm")
     e.push_back("engine.generation_config must be auto or vllm (got '" + c.engine.generation_config + "')");
-  if (c.engine.kv_cache_dtype == "fp8")  // named, so its refusal says why rather than "unknown"
-    e.push_back("engine.kv_cache_dtype fp8 is not supported: use q8 (int8 with a scale per token and head)");
-  else if (c.engine.kv_cache_dtype != "f32" && c.engine.kv_cache_dtype != "f16" && c.engine.kv_cache_dtype != "q8")
-    e.push_back("engine.kv_cache_dtype must be f32, f16 or q8 (got '" + c.engine.kv_cache_dtype + "')");
+  if (const std::string& t = c.engine.kv_cache_dtype;  // fp8 is vLLM's name for fp8_e4m3
+      t != "f32" && t != "f16" && t != "q8" && t != "fp8" && t != "fp8_e4m3" && t != "fp8_e5m2")
+    e.push_back("engine.kv_cache_dtype must be f32, f16, q8, fp8, fp8_e4m3 or fp8_e5m2 (got '" + t + "')");
   if (c.engine.special_tokens_in_content != "parse" && c.engine.special_tokens_in_content != "text")
     e.push_back("engine.special_tokens_in_content must be parse or text (got '" + c.engine.special_tokens_in_content + "')");
   if (c.engine.reasoning_parser != "auto" && c.engine.reasoning_parser != "qwen3" &&

@@ -76,6 +76,32 @@ struct load_i8 {
   }
 };
 
+// The fp8 K/V caches (scale 1.0), through fp16: e5m2 is an fp16's high byte; e4m3's 7 exponent and
+// mantissa bits shifted left 7 (sign kept) are an fp16 of 2^-8 times its value (bias 15 against 7),
+// subnormals included, so one exact multiply by 2^8 restores it.
+inline __m128i load_u8_8(const std::uint8_t* p) { return _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))); }
+inline __m128i load_u8_tail(const std::uint8_t* p, int n) {
+  std::uint8_t b[8] = {};
+  std::copy_n(p, n, b);
+  return load_u8_8(b);
+}
+inline __m256 widen_e5m2(__m128i w) { return _mm256_cvtph_ps(_mm_slli_epi16(w, 8)); }
+inline __m256 widen_e4m3(__m128i w) {
+  const __m128i h = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(w, _mm_set1_epi16(0x80)), 8),
+                                 _mm_slli_epi16(_mm_and_si128(w, _mm_set1_epi16(0x7f)), 7));
+  return _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(256.0f));
+}
+struct load_e4m3 {
+  using elem = fp8_e4m3;
+  static __m256 full(const fp8_e4m3* p) { return widen_e4m3(load_u8_8(&p->bits)); }
+  static __m256 tail(const fp8_e4m3* p, int n, __m256i) { return widen_e4m3(load_u8_tail(&p->bits, n)); }
+};
+struct load_e5m2 {
+  using elem = fp8_e5m2;
+  static __m256 full(const fp8_e5m2* p) { return widen_e5m2(load_u8_8(&p->bits)); }
+  static __m256 tail(const fp8_e5m2* p, int n, __m256i) { return widen_e5m2(load_u8_tail(&p->bits, n)); }
+};
+
 // The one horizontal reduction every matmul element goes through: lanes (i, i+4), then (i, i+2), then (0, 1).
 inline float reduce8(__m256 v) {
   const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -244,6 +270,12 @@ void attend_group_avx2(float* acc, float* row_max, float* row_sum, const float* 
           acc, row_max, row_sum, q, g, j0, n, head_size, scale, scores);
     case dtype::i8:
       return attend_group_generic<std::int8_t, dot_avx2<load_i8>, axpy_avx2<load_i8>>(acc, row_max, row_sum, q, g, j0,
+                                                                                      n, head_size, scale, scores);
+    case dtype::f8_e4m3:
+      return attend_group_generic<fp8_e4m3, dot_avx2<load_e4m3>, axpy_avx2<load_e4m3>>(acc, row_max, row_sum, q, g, j0,
+                                                                                      n, head_size, scale, scores);
+    case dtype::f8_e5m2:
+      return attend_group_generic<fp8_e5m2, dot_avx2<load_e5m2>, axpy_avx2<load_e5m2>>(acc, row_max, row_sum, q, g, j0,
                                                                                       n, head_size, scale, scores);
     default:
       return attend_group_generic<float, dot_avx2<load_f32>, axpy_avx2<load_f32>>(acc, row_max, row_sum, q, g, j0, n,

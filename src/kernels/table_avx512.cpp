@@ -64,6 +64,28 @@ struct load_i8 {
   }
 };
 
+// The fp8 K/V caches (scale 1.0), through fp16: e5m2 is an fp16's high byte; e4m3's 7 exponent and
+// mantissa bits shifted left 7 (sign kept) are an fp16 of 2^-8 times its value (bias 15 against 7),
+// subnormals included, so one exact multiply by 2^8 restores it.
+inline __m512 widen_e5m2(__m256i w) { return _mm512_cvtph_ps(_mm256_slli_epi16(w, 8)); }
+inline __m512 widen_e4m3(__m256i w) {
+  const __m256i h = _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x80)), 8),
+                                    _mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x7f)), 7));
+  return _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(256.0f));
+}
+inline __m256i load_u8_16(const std::uint8_t* p) { return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline __m256i load_u8_tail(__mmask16 m, const std::uint8_t* p) { return _mm256_cvtepu8_epi16(_mm_maskz_loadu_epi8(m, p)); }
+struct load_e4m3 {
+  using elem = fp8_e4m3;
+  static __m512 full(const fp8_e4m3* p) { return widen_e4m3(load_u8_16(&p->bits)); }
+  static __m512 tail(__mmask16 m, const fp8_e4m3* p) { return widen_e4m3(load_u8_tail(m, &p->bits)); }
+};
+struct load_e5m2 {
+  using elem = fp8_e5m2;
+  static __m512 full(const fp8_e5m2* p) { return widen_e5m2(load_u8_16(&p->bits)); }
+  static __m512 tail(__mmask16 m, const fp8_e5m2* p) { return widen_e5m2(load_u8_tail(m, &p->bits)); }
+};
+
 // n_t tokens x n_r weight rows: out[t, o] for t in [0, n_t), o in [o0, o0 + n_r).
 template <class L, int n_t, int n_r, bool prefetch = false>
 void matmul_tile(float* out, const float* x, const typename L::elem* w, int n_in, int n_out, int o0) {
@@ -302,7 +324,7 @@ inline __m512 reduce16x16(const __m512 (&p)[16]) {
 
 // attend_group with head_size = 16 * NV: q and the accumulator stay in registers across the group's
 // keys; scores are reduced 16 keys at a time (reduce16x16) and their weights exponentiated 16 at a
-// time (exp_avx512, about 1 ulp from std::exp). K and V are read through L (fp32, fp16 or int8; int8
+// time (exp_avx512, about 1 ulp from std::exp). K and V are read through L (fp32, fp16, fp8 or int8; int8
 // rows times their scales).
 template <class L, int NV>
 void attend_group_registers(float* acc, float* row_max, float* row_sum, const float* q, const kv_group& g, int j0,
@@ -388,6 +410,8 @@ void attend_group_avx512(float* acc, float* row_max, float* row_sum, const float
   switch (g.type) {
     case dtype::f16: return attend_group_typed<load_f16>(acc, row_max, row_sum, q, g, j0, n, head_size, scale, scores);
     case dtype::i8: return attend_group_typed<load_i8>(acc, row_max, row_sum, q, g, j0, n, head_size, scale, scores);
+    case dtype::f8_e4m3: return attend_group_typed<load_e4m3>(acc, row_max, row_sum, q, g, j0, n, head_size, scale, scores);
+    case dtype::f8_e5m2: return attend_group_typed<load_e5m2>(acc, row_max, row_sum, q, g, j0, n, head_size, scale, scores);
     default: return attend_group_typed<load_f32>(acc, row_max, row_sum, q, g, j0, n, head_size, scale, scores);
   }
 }

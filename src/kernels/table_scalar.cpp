@@ -14,8 +14,10 @@ namespace {
 inline float as_f32(float x) { return x; }
 inline float as_f32(std::uint16_t h) { return f16_to_f32(h); }  // the fp16 K/V cache
 inline float as_f32(std::int8_t q) { return q; }                 // the q8 K/V cache, before its row scale
+inline float as_f32(fp8_e4m3 x) { return fp8_e4m3_to_f32(x.bits); }  // the fp8 K/V caches (scale 1.0)
+inline float as_f32(fp8_e5m2 x) { return fp8_e5m2_to_f32(x.bits); }
 
-// b is fp32 or fp16 (widened exactly as it is read).
+// b is fp32, fp16, int8 or fp8 (widened exactly as it is read).
 template <class B>
 float dot_scalar(const float* a, const B* b, int n) {
   float sum = 0.0f;
@@ -86,6 +88,12 @@ void attend_group_scalar(float* acc, float* row_max, float* row_sum, const float
           acc, row_max, row_sum, q, g, j0, n, head_size, scale, scores);
     case dtype::i8:
       return attend_group_generic<std::int8_t, dot_scalar<std::int8_t>, axpy_scalar<std::int8_t>>(
+          acc, row_max, row_sum, q, g, j0, n, head_size, scale, scores);
+    case dtype::f8_e4m3:
+      return attend_group_generic<fp8_e4m3, dot_scalar<fp8_e4m3>, axpy_scalar<fp8_e4m3>>(
+          acc, row_max, row_sum, q, g, j0, n, head_size, scale, scores);
+    case dtype::f8_e5m2:
+      return attend_group_generic<fp8_e5m2, dot_scalar<fp8_e5m2>, axpy_scalar<fp8_e5m2>>(
           acc, row_max, row_sum, q, g, j0, n, head_size, scale, scores);
     default:
       return attend_group_generic<float, dot_scalar<float>, axpy_scalar<float>>(acc, row_max, row_sum, q, g, j0, n,

@@ -19,9 +19,20 @@ kv_cache::kv_cache(int n_layers, int n_blocks, int block_size, int n_kv_heads, i
       layer_stride_(block_stride_ * n_blocks),
       n_elements_(layer_stride_ * n_layers),
       data_(new std::byte[n_elements_ * dtype_size(type)]()) {
-  ps_check(type == dtype::f32 || type == dtype::f16 || type == dtype::i8, "kv_cache: the K/V cache holds f32, f16 or q8");
+  ps_check(std::ranges::find(kv_cache_types, type) != kv_cache_types.end(),
+           "kv_cache: the K/V cache holds f32, f16, q8, fp8_e4m3 or fp8_e5m2");
   if (type == dtype::i8) scales_.reset(new float[n_scales()]());
 }
+
+namespace {
+
+// One row of an fp8 cache: each element rounded to nearest even, saturated (pagedserve/fp8.hpp).
+template <std::uint8_t (*encode)(float)>
+void kv_encode_row_fp8(std::uint8_t* out, const float* x, int n) {
+  for (int i = 0; i < n; ++i) out[i] = encode(x[i]);
+}
+
+}  // namespace
 
 float kv_quantize_row_q8(std::int8_t* q, const float* x, int n) {
   float amax = 0.0f;
@@ -52,6 +63,12 @@ void kv_cache::store(const kernels::kernel_table& kt, int l, int slot, const flo
     if (type_ == dtype::i8) {
       at.k_scales[o / head_size_] = kv_quantize_row_q8(static_cast<std::int8_t*>(at.k_base) + o, k, head_size_);
       at.v_scales[o / head_size_] = kv_quantize_row_q8(static_cast<std::int8_t*>(at.v_base) + o, v, head_size_);
+    } else if (type_ == dtype::f8_e4m3) {
+      kv_encode_row_fp8<f32_to_fp8_e4m3>(static_cast<std::uint8_t*>(at.k_base) + o, k, head_size_);
+      kv_encode_row_fp8<f32_to_fp8_e4m3>(static_cast<std::uint8_t*>(at.v_base) + o, v, head_size_);
+    } else if (type_ == dtype::f8_e5m2) {
+      kv_encode_row_fp8<f32_to_fp8_e5m2>(static_cast<std::uint8_t*>(at.k_base) + o, k, head_size_);
+      kv_encode_row_fp8<f32_to_fp8_e5m2>(static_cast<std::uint8_t*>(at.v_base) + o, v, head_size_);
     } else if (type_ == dtype::f16) {
       kt.f32_to_f16_row(static_cast<std::uint16_t*>(at.k_base) + o, k, head_size_);
       kt.f32_to_f16_row(static_cast<std::uint16_t*>(at.v_base) + o, v, head_size_);

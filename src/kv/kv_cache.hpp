@@ -1,8 +1,9 @@
 #pragma once
 // The KV-cache memory: one preallocated pool of fixed-size blocks for every layer. Which sequence
 // owns which block is decided elsewhere (block_pool / kv_allocator); this class only holds the
-// elements, fp32, fp16 (half the memory and half the bytes each decode step reads; see README) or
-// q8: int8 with one fp32 scale per token and kv head (a quarter plus 1/16, docs/roofline.md).
+// elements, fp32, fp16 (half the memory and half the bytes each decode step reads; see README),
+// q8: int8 with one fp32 scale per token and kv head (a quarter plus 1/16, docs/roofline.md), or fp8
+// (e4m3 or e5m2, a quarter, no scales: docs/kv-cache-dtypes.md).
 // Layout: [layer][block][k|v][kv head][slot in block][head_size], so a layer's blocks are contiguous
 // and so is each kv head's part of a block (kernels::paged_kv_layer).
 #include <array>
@@ -14,23 +15,35 @@
 
 namespace pagedserve {
 
-// engine.kv_cache_dtype ("f32", "f16" or "q8", as config validation allows) as an element type:
-// q8 is dtype::i8 with row scales (kernels::paged_kv_layer).
+// engine.kv_cache_dtype ("f32", "f16", "q8", "fp8" = "fp8_e4m3" or "fp8_e5m2", as config validation
+// allows) as an element type: q8 is dtype::i8 with row scales (kernels::paged_kv_layer), the fp8 types
+// store each element alone (scale 1.0, as vLLM without calibration: docs/kv-cache-dtypes.md).
 inline dtype kv_cache_type(std::string_view name) {
+  if (name == "fp8" || name == "fp8_e4m3") return dtype::f8_e4m3;
+  if (name == "fp8_e5m2") return dtype::f8_e5m2;
   return name == "f16" ? dtype::f16 : name == "q8" ? dtype::i8 : dtype::f32;
 }
-inline std::string_view kv_cache_type_name(dtype t) { return t == dtype::f16 ? "f16" : t == dtype::i8 ? "q8" : "f32"; }
-inline constexpr std::array kv_cache_types{dtype::f32, dtype::f16, dtype::i8};
+inline std::string_view kv_cache_type_name(dtype t) {
+  switch (t) {
+    case dtype::f16: return "f16";
+    case dtype::i8: return "q8";
+    case dtype::f8_e4m3: return "fp8_e4m3";
+    case dtype::f8_e5m2: return "fp8_e5m2";
+    default: return "f32";
+  }
+}
+inline constexpr std::array kv_cache_types{dtype::f32, dtype::f16, dtype::i8, dtype::f8_e4m3, dtype::f8_e5m2};
 
 class kv_cache {
  public:
-  // type: dtype::f32, dtype::f16 or dtype::i8 (q8).
+  // type: one of kv_cache_types (dtype::i8 is q8).
   kv_cache(int n_layers, int n_blocks, int block_size, int n_kv_heads, int head_size, dtype type = dtype::f32);
 
   kernels::paged_kv_layer layer(int l) const;
   // Stores one token's key and value (n_kv_heads * head_size floats each) in slot `slot` (block * block_size +
   // offset) of layer l, rounded to nearest even for fp16 by the table's conversion; for q8, each head's
-  // row as round(x * 127 / max|x|) with scale max|x| / 127 (kv_quantize_row_q8).
+  // row as round(x * 127 / max|x|) with scale max|x| / 127 (kv_quantize_row_q8); for fp8, each element
+  // rounded to nearest even and saturated (pagedserve/fp8.hpp).
   void store(const kernels::kernel_table& kt, int layer, int slot, const float* key, const float* value) const;
   // Copies block `from`'s keys and values into block `to`, in every layer (copy on write).
   void copy_block(int from, int to);

@@ -27,6 +27,7 @@ std::optional<std::uint32_t> ggml_type_of(dtype t) {
     case dtype::iq4_xs: return 23;
     case dtype::bf16: return 30;
     case dtype::i8: return std::nullopt;
+    case dtype::f8_e4m3: case dtype::f8_e5m2: return std::nullopt;  // KV cache types, never in a GGUF here
   }
   return std::nullopt;
 }

@@ -27,6 +27,8 @@ std::string_view dtype_name(dtype t) {
     case dtype::q6_k: return "q6_k";
     case dtype::iq4_nl: return "iq4_nl";
     case dtype::iq4_xs: return "iq4_xs";
+    case dtype::f8_e4m3: return "f8_e4m3";
+    case dtype::f8_e5m2: return "f8_e5m2";
   }
   return "unknown";
 }

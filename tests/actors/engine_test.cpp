@@ -90,12 +90,12 @@ TEST(engine, status_is_answered_while_the_engine_thread_is_busy) {
   EXPECT_GT(got->scheduler.steps, 0u);
 }
 
-// With an fp16 or q8 K/V cache (--kv-cache-dtype f16, q8) a request's greedy output is still the same
-// batched with others and chunked as run alone in its own engine.
-TEST(engine, fp16_and_q8_kv_cache_batched_and_chunked_equals_each_alone) {
+// With an fp16, q8 or fp8 K/V cache (--kv-cache-dtype f16, q8, fp8, fp8_e5m2) a request's greedy output
+// is still the same batched with others and chunked as run alone in its own engine.
+TEST(engine, fp16_q8_and_fp8_kv_cache_batched_and_chunked_equals_each_alone) {
   PAGEDSERVE_REQUIRE_DATA(test::model_file("stories260K.bin"));
   const auto s = load_stories();
-  for (const char* kv_type : {"f16", "q8"}) {
+  for (const char* kv_type : {"f16", "q8", "fp8", "fp8_e5m2"}) {
     SCOPED_TRACE(kv_type);
     auto run = [&](const std::vector<std::string>& prompts, int chunk_budget) {
       boost::asio::io_context io;

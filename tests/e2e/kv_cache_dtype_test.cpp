@@ -1,7 +1,10 @@
-// --kv-cache-dtype f16 end to end: the server keeps keys and values as fp16, streams over a real
-// WebSocket, gives each of two concurrent requests the same text it gives that request alone and
-// the text `generate` prints with the same flag, and refuses an unknown element type at start-up.
+// --kv-cache-dtype f16 and fp8 end to end: the server keeps keys and values as fp16 (fp8 e4m3), streams
+// over a real WebSocket, gives each of two concurrent requests the same text it gives that request alone
+// (f16: and the text `generate` prints with the same flag), and refuses an unknown element type at start-up.
 #include <gtest/gtest.h>
+
+#include <string>
+#include <tuple>
 
 #include "support/server_process.hpp"
 #include "e2e/stream_collector.hpp"
@@ -27,22 +30,27 @@ stream_collector run_requests(int port, const std::vector<std::pair<std::string,
   return frames;
 }
 
-TEST(kv_cache_dtype, f16_server_streams_the_same_text_batched_as_alone) {
+TEST(kv_cache_dtype, f16_and_fp8_servers_stream_the_same_text_batched_as_alone) {
   PAGEDSERVE_REQUIRE_DATA(model_path());
-  server_process server({"--kv-cache-dtype", "f16", "--max-num-batched-tokens", "9"});
-  ASSERT_TRUE(server.ready()) << server.error();
-  EXPECT_NE(server.log().find("(f16 cache)"), std::string::npos) << server.log();
-  EXPECT_NE(server.log().find("f16 elements"), std::string::npos) << server.log();
-  const std::vector<std::pair<std::string, std::string>> both = {{"a", "Once upon a time"}, {"b", "One day, Lily went to"}};
-  stream_collector batched = run_requests(server.port(), both, 48);
-  for (const auto& [id, prompt] : both) {
-    SCOPED_TRACE(id);
-    stream_collector alone = run_requests(server.port(), {{id, prompt}}, 48);
-    ASSERT_EQ(batched[id].dones.size(), 1u);
-    ASSERT_EQ(alone[id].dones.size(), 1u);
-    EXPECT_EQ(batched[id].dones.front().completion_tokens, 48);
-    EXPECT_FALSE(alone[id].text.empty());
-    EXPECT_EQ(batched[id].text, alone[id].text);
+  // flag, its name in the start-up log, the cache's element type there
+  for (auto [flag, name, elements] : {std::tuple{"f16", "f16", "f16"}, std::tuple{"fp8", "fp8_e4m3", "f8_e4m3"}}) {
+    SCOPED_TRACE(flag);
+    server_process server({"--kv-cache-dtype", flag, "--max-num-batched-tokens", "9"});
+    ASSERT_TRUE(server.ready()) << server.error();
+    EXPECT_NE(server.log().find("(" + std::string(name) + " cache)"), std::string::npos) << server.log();
+    EXPECT_NE(server.log().find(std::string(elements) + " elements"), std::string::npos) << server.log();
+    const std::vector<std::pair<std::string, std::string>> both = {{"a", "Once upon a time"},
+                                                                   {"b", "One day, Lily went to"}};
+    stream_collector batched = run_requests(server.port(), both, 48);
+    for (const auto& [id, prompt] : both) {
+      SCOPED_TRACE(id);
+      stream_collector alone = run_requests(server.port(), {{id, prompt}}, 48);
+      ASSERT_EQ(batched[id].dones.size(), 1u);
+      ASSERT_EQ(alone[id].dones.size(), 1u);
+      EXPECT_EQ(batched[id].dones.front().completion_tokens, 48);
+      EXPECT_FALSE(alone[id].text.empty());
+      EXPECT_EQ(batched[id].text, alone[id].text);
+    }
   }
 }
 
@@ -72,10 +80,10 @@ TEST(kv_cache_dtype, unknown_type_is_refused_at_startup) {
   PAGEDSERVE_REQUIRE_DATA(model_path());
   const process_result r = run_process({test::server_binary().string(), "serve", "--model", model_path().string(),
                                         "--tokenizer", tokenizer_path().string(), "--port", "0", "--kv-cache-dtype",
-                                        "fp8"},
+                                        "fp4"},
                                        std::chrono::seconds(5));
   EXPECT_TRUE(r.exited && r.exit_code != 0) << r.err;
-  EXPECT_NE(r.err.find("'fp8': the KV cache holds f32 (auto), f16 (fp16) or q8 (q8_0) here; fp8 is not implemented: use q8"),
+  EXPECT_NE(r.err.find("'fp4': the KV cache holds f32 (auto), f16 (fp16), q8 (q8_0), fp8 (fp8_e4m3) or fp8_e5m2 here"),
             std::string::npos) << r.err;
 }
 

@@ -1,6 +1,6 @@
 // Paged attention over sequences long enough for several softmax groups (kv_group_blocks blocks each),
-// over f32, f16 and q8 caches written by kv_cache::store: every table against the reference over
-// the same cache, q8 against f32 attention within quantization error, and batch invariance.
+// over f32, f16, q8 and fp8 caches written by kv_cache::store: every table against the reference over
+// the same cache, q8 and fp8 against f32 attention within quantization error, and batch invariance.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -127,6 +127,33 @@ TEST_P(paged_attention_groups_test, q8_is_close_to_f32) {
   const std::size_t n_rows = q8.cache.n_blocks() * at.block_stride / head_size;  // keys' and values'
   for (std::size_t i = 0; i < n_rows; ++i) at.k_scales[i] *= 1.03f;              // k_scales: the layer's first
   EXPECT_GT(max_error(step.run(kt(), q8, head_size)), bound);
+}
+
+// fp8 keys and values (scale 1.0) are within half an ulp of f32's: 1/16 of each value for e4m3, 1/8 for
+// e5m2. The outputs stay within bounds that values one ulp off (a truncating or misrounding
+// conversion, simulated by bumping every stored code's magnitude) exceed.
+TEST_P(paged_attention_groups_test, fp8_is_close_to_f32) {
+  constexpr int head_size = 64;
+  for (auto [type, bound] : {std::pair{dtype::f8_e4m3, 0.05f}, std::pair{dtype::f8_e5m2, 0.1f}}) {
+    SCOPED_TRACE(std::string(kv_cache_type_name(type)));
+    std::mt19937 rng_f32(5), rng_fp8(5);  // the same keys and values
+    const filled_cache f32(lens, head_size, dtype::f32, rng_f32);
+    filled_cache fp8(lens, head_size, type, rng_fp8);
+    const auto q_all = random_vector(300 * n_heads * head_size, rng_, -2.0f, 2.0f);
+    const attention_step step(mixed_step, q_all, n_heads * head_size);
+    const auto want = step.run(kt(), f32, head_size);
+    auto max_error = [&](const std::vector<float>& got) {
+      float e = 0.0f;
+      for (std::size_t i = 0; i < got.size(); ++i) e = std::max(e, std::abs(got[i] - want[i]));
+      return e;
+    };
+    EXPECT_LT(max_error(step.run(kt(), fp8, head_size)), bound);
+    const paged_kv_layer at = fp8.cache.layer(0);
+    auto* codes = static_cast<std::uint8_t*>(at.k_base);  // keys and values: the layer's whole pool
+    for (std::size_t i = 0; i < fp8.cache.n_blocks() * at.block_stride; ++i)
+      if ((codes[i] & 0x7f) != 0 && (codes[i] & 0x7f) < 0x7b) ++codes[i];  // away from zero, staying finite
+    EXPECT_GT(max_error(step.run(kt(), fp8, head_size)), bound);
+  }
 }
 
 // A token's output bits are the same alone, beside other sequences, and inside a prefill chunk.

@@ -72,7 +72,8 @@ TEST(cli_flag_spellings, llama_server_short_forms) {
 
 TEST(cli_flag_spellings, kv_cache_types_of_vllm_and_llama_cpp) {
   for (const auto& [spelling, type] : std::vector<std::pair<std::string, std::string>>{
-           {"auto", "f32"}, {"fp16", "f16"}, {"half", "f16"}, {"q8_0", "q8"}, {"q8", "q8"}}) {
+           {"auto", "f32"}, {"fp16", "f16"}, {"half", "f16"}, {"q8_0", "q8"}, {"q8", "q8"}, {"fp8", "fp8_e4m3"},
+           {"fp8_e4m3", "fp8_e4m3"}, {"fp8_e5m2", "fp8_e5m2"}}) {
     auto o = cli_parse_args({"serve", "--cache-type-k", spelling});
     ASSERT_TRUE(o.has_value()) << o.error().text;
     EXPECT_EQ(o->settings.engine.kv_cache_dtype, type) << spelling;
@@ -81,8 +82,7 @@ TEST(cli_flag_spellings, kv_cache_types_of_vllm_and_llama_cpp) {
 
 TEST(cli_flag_spellings, what_the_engine_lacks_is_refused_by_name) {
   for (const auto& [args, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
-           {{"serve", "--kv-cache-dtype", "fp8"}, "fp8 is not implemented: use q8"},
-           {{"serve", "--kv-cache-dtype", "fp8_e4m3"}, "fp8 is not implemented: use q8"},
+           {{"serve", "--kv-cache-dtype", "fp8_e3m4"}, "f32 (auto), f16 (fp16), q8 (q8_0), fp8 (fp8_e4m3) or fp8_e5m2"},
            {{"serve", "--kv-cache-dtype", "q4_0"}, "no other quantized KV cache is implemented"},
            {{"serve", "--dtype", "float16"}, "use bfloat16"},
            {{"serve", "--quantization", "awq"}, "not a quantization this engine has"},

@@ -68,12 +68,15 @@ TEST(cli_options, flags_override_the_config_file_wherever_it_stands) {
   EXPECT_NE(bad.error().text.find("no_such_key"), std::string::npos) << bad.error().text;
 }
 
-TEST(cli_options, the_kv_cache_dtype_is_f32_or_f16) {
+TEST(cli_options, the_kv_cache_dtype_is_f32_f16_q8_or_fp8) {
   EXPECT_EQ(cli_parse_args({"serve"})->settings.engine.kv_cache_dtype, "f32");
   auto o = cli_parse_args({"serve", "--kv-cache-dtype", "f16"});
   ASSERT_TRUE(o.has_value()) << o.error().text;
   EXPECT_EQ(o->settings.engine.kv_cache_dtype, "f16");
-  EXPECT_FALSE(cli_parse_args({"serve", "--kv-cache-dtype", "fp8"}).has_value());
+  auto fp8 = cli_parse_args({"serve", "--kv-cache-dtype", "fp8"});
+  ASSERT_TRUE(fp8.has_value()) << fp8.error().text;
+  EXPECT_EQ(fp8->settings.engine.kv_cache_dtype, "fp8_e4m3");  // vLLM's meaning of fp8
+  EXPECT_FALSE(cli_parse_args({"serve", "--kv-cache-dtype", "fp4"}).has_value());
 }
 
 TEST(cli_options, a_hub_model_takes_a_revision) {

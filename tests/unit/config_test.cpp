@@ -55,15 +55,16 @@ TEST(config, the_kv_cache_dtype_is_read_and_checked) {
   ASSERT_TRUE(wrong.has_value());
   const auto errors = config_validate(*wrong);
   ASSERT_EQ(errors.size(), 1u);
-  EXPECT_NE(errors.front().find("kv_cache_dtype must be f32, f16 or q8"), std::string::npos) << errors.front();
-  auto q8 = config_load(write_temp("m.json", R"({"engine":{"kv_cache_dtype":"q8"}})"));
-  ASSERT_TRUE(q8.has_value());
-  EXPECT_TRUE(config_validate(*q8).empty());
-  auto fp8 = config_load(write_temp("n.json", R"({"engine":{"kv_cache_dtype":"fp8"}})"));
-  ASSERT_TRUE(fp8.has_value());
-  const auto fp8_errors = config_validate(*fp8);
-  ASSERT_EQ(fp8_errors.size(), 1u);
-  EXPECT_NE(fp8_errors.front().find("fp8 is not supported: use q8"), std::string::npos) << fp8_errors.front();
+  EXPECT_NE(errors.front().find("kv_cache_dtype must be f32, f16, q8, fp8, fp8_e4m3 or fp8_e5m2"), std::string::npos)
+      << errors.front();
+  for (const std::string type : {"q8", "fp8", "fp8_e4m3", "fp8_e5m2"}) {
+    auto ok = config_load(write_temp("m.json", R"({"engine":{"kv_cache_dtype":")" + type + R"("}})"));
+    ASSERT_TRUE(ok.has_value()) << type;
+    EXPECT_TRUE(config_validate(*ok).empty()) << type;
+  }
+  auto e4m3fn = config_load(write_temp("n.json", R"({"engine":{"kv_cache_dtype":"fp8_e4m3fn"}})"));
+  ASSERT_TRUE(e4m3fn.has_value());
+  EXPECT_EQ(config_validate(*e4m3fn).size(), 1u);
 }
 
 TEST(config, special_tokens_in_content_is_read_and_checked) {

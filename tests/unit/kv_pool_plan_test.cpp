@@ -1,9 +1,10 @@
 // The KV pool's size when the config leaves it to memory: sizes as users write them, the auto rule
 // (every sequence's full context, capped at a quarter of free memory), an explicit size, and the
-// block count taken as given.
+// block count taken as given; the bytes a token costs in each KV cache type.
 #include <gtest/gtest.h>
 
 #include "config/byte_size.hpp"
+#include "kv/kv_cache.hpp"
 #include "src/kv_pool_plan.hpp"
 
 namespace pagedserve {
@@ -24,6 +25,21 @@ TEST(byte_size, units_as_users_write_them) {
 }
 
 constexpr std::uint64_t token_bytes = 2560;  // 5 layers x (K+V) x 64 KV dims x 4 B (f32)
+
+// Per token: 5 layers x (K+V) x 2 kv heads x 32 elements, at each type's element size (q8 adds a 4-byte
+// scale per row; fp8 has none), so a given memory holds 4x f32's blocks in fp8.
+TEST(kv_pool_plan, bytes_per_token_follow_the_cache_type) {
+  EXPECT_EQ(kv_cache::bytes_per_token(5, 2, 32, dtype::f32), token_bytes);
+  EXPECT_EQ(kv_cache::bytes_per_token(5, 2, 32, dtype::f16), token_bytes / 2);
+  EXPECT_EQ(kv_cache::bytes_per_token(5, 2, 32, dtype::i8), token_bytes / 4 + 5 * 2 * 2 * 4);
+  for (const char* fp8 : {"fp8", "fp8_e4m3", "fp8_e5m2"})
+    EXPECT_EQ(kv_cache::bytes_per_token(5, 2, 32, kv_cache_type(fp8)), token_bytes / 4) << fp8;
+  engine_config e;
+  e.kv_cache_memory = "1280KiB";  // 32 blocks of f32
+  EXPECT_EQ(kv_pool_plan_make(e, token_bytes / 4, 512, 1ull << 30)->blocks,
+            4 * kv_pool_plan_make(e, token_bytes, 512, 1ull << 30)->blocks);
+  EXPECT_EQ(kv_cache(5, 3, 16, 2, 32, dtype::f8_e5m2).bytes(), 3 * 16 * token_bytes / 4);
+}
 
 TEST(kv_pool_plan, explicit_blocks_are_taken_as_given) {
   engine_config e;
