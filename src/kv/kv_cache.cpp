@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "model/mapped_file.hpp"
 #include "pagedserve/check.hpp"
 
 namespace pagedserve {
@@ -18,7 +19,7 @@ kv_cache::kv_cache(int n_layers, int n_blocks, int block_size, int n_kv_heads, i
       block_stride_(2 * static_cast<std::size_t>(block_size) * n_kv_heads * head_size),
       layer_stride_(block_stride_ * n_blocks),
       n_elements_(layer_stride_ * n_layers),
-      data_(new std::byte[n_elements_ * dtype_size(type)]()) {
+      data_(huge_page_buffer(n_elements_ * dtype_size(type))) {
   ps_check(std::ranges::find(kv_cache_types, type) != kv_cache_types.end(),
            "kv_cache: the K/V cache holds f32, f16, q8, fp8_e4m3 or fp8_e5m2");
   if (type == dtype::i8) scales_.reset(new float[n_scales()]());

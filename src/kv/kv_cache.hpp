@@ -68,7 +68,7 @@ class kv_cache {
   std::size_t block_stride_;  // elements per block of one layer (K and V)
   std::size_t layer_stride_;  // elements per layer
   std::size_t n_elements_;
-  std::unique_ptr<std::byte[]> data_;
+  std::shared_ptr<std::byte> data_;  // on huge pages: attention reads 4 KiB runs scattered over the pool
   std::unique_ptr<float[]> scales_;  // q8 only: [n_elements / head_size]
 };
 
