@@ -105,6 +105,13 @@ TEST_P(paged_attention_groups_test, matches_reference_over_every_cache_type) {
   }
 }
 
+// The largest |a[i] - b[i]|: how far an approximate cache's outputs are from f32's.
+float max_abs_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  float e = 0.0f;
+  for (std::size_t i = 0; i < a.size(); ++i) e = std::max(e, std::abs(a[i] - b[i]));
+  return e;
+}
+
 // q8 keys and values are within half a step (max|x| / 254) of f32's: the outputs stay within a bound
 // a wrong scale exceeds (checked below by breaking the scales on purpose).
 TEST_P(paged_attention_groups_test, q8_is_close_to_f32) {
@@ -115,11 +122,7 @@ TEST_P(paged_attention_groups_test, q8_is_close_to_f32) {
   const auto q_all = random_vector(300 * n_heads * head_size, rng_, -2.0f, 2.0f);
   const attention_step step(mixed_step, q_all, n_heads * head_size);
   const auto want = step.run(kt(), f32, head_size);
-  auto max_error = [&](const std::vector<float>& got) {
-    float e = 0.0f;
-    for (std::size_t i = 0; i < got.size(); ++i) e = std::max(e, std::abs(got[i] - want[i]));
-    return e;
-  };
+  auto max_error = [&](const std::vector<float>& got) { return max_abs_difference(got, want); };
   constexpr float bound = 0.01f;  // values in [-1, 1]: a step of 1/127, scores shifted by about as much
   EXPECT_LT(max_error(step.run(kt(), q8, head_size)), bound);
   // Every scale 3% off (as a scale from max|x| / 123 would be): the same bound no longer holds.
@@ -142,11 +145,7 @@ TEST_P(paged_attention_groups_test, fp8_is_close_to_f32) {
     const auto q_all = random_vector(300 * n_heads * head_size, rng_, -2.0f, 2.0f);
     const attention_step step(mixed_step, q_all, n_heads * head_size);
     const auto want = step.run(kt(), f32, head_size);
-    auto max_error = [&](const std::vector<float>& got) {
-      float e = 0.0f;
-      for (std::size_t i = 0; i < got.size(); ++i) e = std::max(e, std::abs(got[i] - want[i]));
-      return e;
-    };
+    auto max_error = [&](const std::vector<float>& got) { return max_abs_difference(got, want); };
     EXPECT_LT(max_error(step.run(kt(), fp8, head_size)), bound);
     const paged_kv_layer at = fp8.cache.layer(0);
     auto* codes = static_cast<std::uint8_t*>(at.k_base);  // keys and values: the layer's whole pool
