@@ -145,7 +145,7 @@ inline void matmul_q4_k_panels(float* out, const std::byte* xq, const weight& w,
 }
 
 // The 4-row quad layout's helpers (q4_k's 6-bit scale unpacking on one row per 128-bit lane), for the
-// K-quant panel kernels that run one quad at a time (q5_k, q6_k on the quad layout of
+// K-quant panel kernels that run one quad at a time (q5_k on the quad layout of
 // ggml_block_panels.hpp), which include this file for them.
 
 // The s16 vector with element j of every 128-bit lane in all of that lane's 8 elements.

@@ -1,6 +1,6 @@
 #pragma once
 // The loop over row panels of the K-quants whose kernels run one quad (4 rows) at a time, their quads
-// one after the other in a panel (q5_k, q6_k; block_panel_q4_k.hpp has q4_k's own): every quad touching
+// one after the other in a panel (q5_k; block_panel_q4_k.hpp has q4_k's own): every quad touching
 // [o_begin, o_end), up to 4 tokens per kernel call, the rows in the range stored. Included by the
 // avx512_vnni file only.
 #include <algorithm>

@@ -16,11 +16,8 @@
 namespace pagedserve {
 
 bool block_panels_here(dtype t) {
-  // Not q6_k: its quad panels (block_panel_q6_k.hpp) run a lone token 1.6x slower than its rows on
-  // TinyLlama's 2048x5632 ffn_down and no faster elsewhere, nor clearly faster at 16 tokens
-  // (docs/batch1-decode.md); its rows go on huge pages instead (model_pack_block_panels).
   const kernels::kernel_table* kt = kernels::kernel_table_select();
-  return kt && block_panels_defined(t) && t != dtype::q6_k && kernels::block_panels_pay(*kt, t);
+  return kt && block_panels_defined(t) && kernels::block_panels_pay(*kt, t);
 }
 
 std::byte* model_keep_on_huge_pages(model& m, std::span<const std::byte> bytes) {

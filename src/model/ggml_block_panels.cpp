@@ -71,13 +71,6 @@ constexpr field_move q5_k_fields[] = {{0, 2, 0, 2},   {2, 2, 8, 2},    {4, 4, 16
                                       {96, 16, 256, 16}, {112, 16, 320, 16}, {128, 16, 384, 16}, {144, 16, 448, 16},
                                       {160, 16, 512, 16}, {16, 16, 576, 16}, {32, 16, 640, 16}};
 
-// q6_k (840-byte quad): the file block's 16-byte runs k (ql 0-7, qh 8-11, scales 12) at 64 k + 16 i;
-// d at 832 + 2 i.
-constexpr field_move q6_k_fields[] = {{0, 16, 0, 16},     {16, 16, 64, 16},   {32, 16, 128, 16},  {48, 16, 192, 16},
-                                      {64, 16, 256, 16},  {80, 16, 320, 16},  {96, 16, 384, 16},  {112, 16, 448, 16},
-                                      {128, 16, 512, 16}, {144, 16, 576, 16}, {160, 16, 640, 16}, {176, 16, 704, 16},
-                                      {192, 16, 768, 16}, {208, 2, 832, 2}};
-
 // q2_k (1344 bytes): d at 2 i, dmin at 32 + 2 i; scale bytes 4s..4s+3 at 64 + 64 s + 4 i (s < 4); qs
 // bytes 4k..4k+3 at 320 + 64 k + 4 i (k < 16).
 constexpr auto q2_k_fields = [] {
@@ -103,7 +96,6 @@ std::span<const field_move> fields_of(dtype t) {
   if (t == dtype::iq4_xs) return iq4_xs_fields;
   if (t == dtype::q4_k) return q4_k_fields;
   if (t == dtype::q5_k) return q5_k_fields;
-  if (t == dtype::q6_k) return q6_k_fields;
   if (t == dtype::q8_0) return q8_0_fields;
   return q4_0_fields;  // q4_0, iq4_nl
 }

@@ -21,8 +21,7 @@
 // The quad layout's quad blocks: q5_k's (704 bytes): q4_k's quad block (the 4 rows' d, then dmin, 8 bytes
 // each; their 12 scale bytes as three runs of 4 bytes per row; then for each 32 bytes of nibbles, the
 // first 16 of every row, then the last 16), then the rows' qh, its first 16 bytes of every row, then the
-// last 16. q6_k's (840 bytes): each 16 bytes of the block's first 208 (ql, qh, scales) of the 4 rows, one
-// 64-byte run per 16 bytes (row i's at 16 i), then the 4 d.
+// last 16.
 #include <cstddef>
 
 #include "pagedserve/weight.hpp"
@@ -33,12 +32,13 @@ constexpr int block_panel_rows = 16;  // rows per panel: ops.cpp's rows_per_tile
 constexpr int block_panel_quad = 4;   // rows interleaved in one quad block (the quad layout)
 
 // Whether a panel of t holds 4-row quads one after the other, each quad's blocks in order (the quad
-// layout, for kernels that run one quad at a time: q5_k, q6_k) rather than
+// layout, for kernels that run one quad at a time: q5_k) rather than
 // block b of all 16 rows, then block b + 1 (q4_0, q8_0, q4_k).
-constexpr bool block_panel_quads_follow(dtype t) { return t == dtype::q5_k || t == dtype::q6_k; }
+constexpr bool block_panel_quads_follow(dtype t) { return t == dtype::q5_k; }
 
 // Whether type t has a panel layout (the 32-weight formats q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl; the
-// 256-weight q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs).
+// 256-weight q2_k, q3_k, q4_k, q5_k, iq4_xs). Not q6_k: its 4-row quad panels ran a lone token up to
+// 1.6x slower than its rows and 16 tokens no clearly faster (docs/batch1-decode.md), so it stays rows.
 constexpr bool block_panels_defined(dtype t) {
   switch (t) {
     case dtype::q4_0:
@@ -51,7 +51,6 @@ constexpr bool block_panels_defined(dtype t) {
     case dtype::q3_k:
     case dtype::q4_k:
     case dtype::q5_k:
-    case dtype::q6_k:
     case dtype::iq4_xs: return true;
     default: return false;
   }
