@@ -20,22 +20,29 @@ bool block_panels_here(dtype t) {
   return kt && block_panels_defined(t) && kernels::block_panels_pay(*kt, t);
 }
 
-std::byte* model_keep_on_huge_pages(model& m, std::span<const std::byte> bytes) {
-  std::shared_ptr<std::byte> buffer = huge_page_buffer(bytes.size());
-  if (!bytes.empty()) std::memcpy(buffer.get(), bytes.data(), bytes.size());
-  m.owned_bytes += bytes.size();
+namespace {
+
+// n zeroed bytes on huge pages, owned (and counted) by m.
+std::byte* model_huge_page_bytes(model& m, std::size_t n) {
+  std::shared_ptr<std::byte> buffer = huge_page_buffer(n);
+  m.owned_bytes += n;
   m.storage.push_back(buffer);
   return buffer.get();
 }
 
+}  // namespace
+
+std::byte* model_keep_on_huge_pages(model& m, std::span<const std::byte> bytes) {
+  std::byte* kept = model_huge_page_bytes(m, bytes.size());
+  if (!bytes.empty()) std::memcpy(kept, bytes.data(), bytes.size());
+  return kept;
+}
+
 weight block_panels_kept(model& m, const weight& w) {
-  const std::size_t n = block_panels_bytes(w.type, w.rows, w.cols);
-  std::shared_ptr<std::byte> buffer = huge_page_buffer(n);
-  block_panels_pack(buffer.get(), static_cast<const std::byte*>(w.data), w.type, w.rows, w.cols);
-  m.owned_bytes += n;
-  m.storage.push_back(buffer);
+  std::byte* panels = model_huge_page_bytes(m, block_panels_bytes(w.type, w.rows, w.cols));
+  block_panels_pack(panels, static_cast<const std::byte*>(w.data), w.type, w.rows, w.cols);
   weight out = w;
-  out.data = buffer.get();
+  out.data = panels;
   out.panel_rows = block_panel_rows;
   return out;
 }
