@@ -51,6 +51,7 @@ struct panel_q2_k {
     return _mm512_and_si512(_mm512_srli_epi32(run, 8 * (g % 4)), _mm512_set1_epi32(0xF));
   }
   static __m512i chain_start(const std::int32_t*, int) { return _mm512_setzero_si512(); }
+  static void token_extras(std::int32_t* extra, const act_block256& y);  // q2_k_min_pairs
 };
 
 // q3_k's panel block (1760 bytes): d at 2i; the 12 packed scale bytes at 32 + 64s + 4i (s < 3); hmask
@@ -79,6 +80,7 @@ struct panel_q3_k {
     return _mm512_srai_epi32(_mm512_slli_epi32(s[g / 4], 24 - 8 * (g % 4)), 24);
   }
   static __m512i chain_start(const std::int32_t* minus_offset, int g) { return _mm512_set1_epi32(minus_offset[g]); }
+  static void token_extras(std::int32_t* extra, const act_block256& y);  // q3_k_group_offsets
 };
 
 // sums[t * 16 + r] = row r of the panel · token t's activations y[t], t < n_t; extra[t] holds token t's
@@ -173,9 +175,12 @@ inline void q2_k_min_pairs(std::int32_t* extra, const act_block256& y) {
 inline void q3_k_group_offsets(std::int32_t* extra, const act_block256& y) {
   for (int g = 0; g < 16; ++g) extra[g] = -4 * y.bsums[g];
 }
+inline void panel_q2_k::token_extras(std::int32_t* extra, const act_block256& y) { q2_k_min_pairs(extra, y); }
+inline void panel_q3_k::token_extras(std::int32_t* extra, const act_block256& y) { q3_k_group_offsets(extra, y); }
 
-// kernel_table::matmul_blocks for a panel-packed q2_k or q3_k w: every panel touching [o_begin, o_end),
-// all of its rows computed, those in the range stored.
+// kernel_table::matmul_blocks for a panel-packed q2_k or q3_k w (or q6_k: block_panel_q6_k.hpp gives
+// its panel_q6_k and q23_k_panel_kernels<panel_q6_k>): every panel touching [o_begin, o_end), all of its
+// rows computed, those in the range stored.
 template <class F>
 void matmul_q23_k_panels(float* out, const std::byte* xq, const weight& w, int n_tokens, int o_begin, int o_end) {
   const std::size_t x_bytes = activation_row_bytes(w.type, w.cols);
@@ -187,9 +192,7 @@ void matmul_q23_k_panels(float* out, const std::byte* xq, const weight& w, int n
   for (int t = 0; t < n_tokens; ++t) {
     const auto* y = reinterpret_cast<const act_block256*>(xq + t * x_bytes);
     for (int b = 0; b < nb; ++b) {
-      std::int32_t* e = extras.data() + t * per_token + static_cast<std::size_t>(b) * F::extra_per_block;
-      if constexpr (F::has_min) q2_k_min_pairs(e, y[b]);
-      else q3_k_group_offsets(e, y[b]);
+      F::token_extras(extras.data() + t * per_token + static_cast<std::size_t>(b) * F::extra_per_block, y[b]);
     }
   }
   for (int p = o_begin / block_panel_rows; p * block_panel_rows < o_end; ++p) {

@@ -71,6 +71,19 @@ constexpr field_move q5_k_fields[] = {{0, 2, 0, 2},   {2, 2, 8, 2},    {4, 4, 16
                                       {96, 16, 256, 16}, {112, 16, 320, 16}, {128, 16, 384, 16}, {144, 16, 448, 16},
                                       {160, 16, 512, 16}, {16, 16, 576, 16}, {32, 16, 640, 16}};
 
+// q6_k (3360 bytes): scale j of the 16 at 16 j + i (one byte a row: vpmovsxbd makes the 16 rows' s32
+// scales of a sub-block from one 16-byte load); ql bytes 4k..4k+3 at 256 + 64 k + 4 i (k < 32); qh bytes
+// 4m..4m+3 at 2304 + 64 m + 4 i (m < 16); d at 3328 + 2 i, last, so that a block starting on a cache
+// line has all its 64-byte runs on lines.
+constexpr auto q6_k_fields = [] {
+  std::array<field_move, 16 + 32 + 16 + 1> f{};
+  for (int j = 0; j < 16; ++j) f[j] = {192 + j, 1, 16 * j, 1};
+  for (int k = 0; k < 32; ++k) f[16 + k] = {4 * k, 4, 256 + 64 * k, 4};
+  for (int m = 0; m < 16; ++m) f[48 + m] = {128 + 4 * m, 4, 2304 + 64 * m, 4};
+  f[64] = {208, 2, 3328, 2};
+  return f;
+}();
+
 // q2_k (1344 bytes): d at 2 i, dmin at 32 + 2 i; scale bytes 4s..4s+3 at 64 + 64 s + 4 i (s < 4); qs
 // bytes 4k..4k+3 at 320 + 64 k + 4 i (k < 16).
 constexpr auto q2_k_fields = [] {
@@ -96,6 +109,7 @@ std::span<const field_move> fields_of(dtype t) {
   if (t == dtype::iq4_xs) return iq4_xs_fields;
   if (t == dtype::q4_k) return q4_k_fields;
   if (t == dtype::q5_k) return q5_k_fields;
+  if (t == dtype::q6_k) return q6_k_fields;
   if (t == dtype::q8_0) return q8_0_fields;
   return q4_0_fields;  // q4_0, iq4_nl
 }

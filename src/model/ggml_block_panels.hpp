@@ -15,7 +15,8 @@
 // weight 4u + k's) between the d and the nibbles; iq4_xs's (2176 bytes): the 16 d, scales_h (2 bytes a
 // row), scales_l (4 a row), then q4_k's 32 runs of nibbles. q2_k's (1344 bytes): d, dmin, 4 runs of the
 // 16 scale bytes, 16 runs of qs; q3_k's (1760 bytes): d, 3 runs of the 12 scale bytes, 8 runs of hmask,
-// 16 runs of qs. The quad layout (block_panel_quads_follow) is the alternative for
+// 16 runs of qs; q6_k's (3360 bytes): the 16 scale bytes one run of 16 rows each, 32 runs of ql, 16 of
+// qh, then the 16 d. The quad layout (block_panel_quads_follow) is the alternative for
 // kernels that run 4 rows at a time: the panel's 4 quads one after the other, each quad's blocks in
 // order, a quad block holding block b of its 4 rows.
 // The quad layout's quad blocks: q5_k's (704 bytes): q4_k's quad block (the 4 rows' d, then dmin, 8 bytes
@@ -37,8 +38,7 @@ constexpr int block_panel_quad = 4;   // rows interleaved in one quad block (the
 constexpr bool block_panel_quads_follow(dtype t) { return t == dtype::q5_k; }
 
 // Whether type t has a panel layout (the 32-weight formats q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl; the
-// 256-weight q2_k, q3_k, q4_k, q5_k, iq4_xs). Not q6_k: its 4-row quad panels ran a lone token up to
-// 1.6x slower than its rows and 16 tokens no clearly faster (docs/batch1-decode.md), so it stays rows.
+// 256-weight q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs).
 constexpr bool block_panels_defined(dtype t) {
   switch (t) {
     case dtype::q4_0:
@@ -51,6 +51,7 @@ constexpr bool block_panels_defined(dtype t) {
     case dtype::q3_k:
     case dtype::q4_k:
     case dtype::q5_k:
+    case dtype::q6_k:
     case dtype::iq4_xs: return true;
     default: return false;
   }

@@ -21,17 +21,18 @@ namespace pagedserve::kernels {
 namespace {
 
 constexpr dtype panel_types[] = {dtype::q4_0, dtype::q4_1, dtype::q5_0, dtype::q5_1, dtype::q8_0,   dtype::iq4_nl,
-                                 dtype::q2_k, dtype::q3_k, dtype::q4_k, dtype::q5_k, dtype::iq4_xs};
+                                 dtype::q2_k, dtype::q3_k, dtype::q4_k, dtype::q5_k, dtype::q6_k, dtype::iq4_xs};
 constexpr int ragged_rows[] = {1, 4, 5, 16, 17, 37};
 
 // A few blocks a row: 3 of the 32-weight formats' (an odd count), 2 of the 256-weight ones'.
 int cols_of(dtype t) { return block_layout_of(t).elements == 256 ? 512 : 96; }
 
 // Where a block of t holds its fp16 fields: d (q4_1, q5_1: d and m; q4_k, q5_k: d and dmin) at its
-// start; q2_k's d and dmin, q3_k's d at its end.
+// start; q2_k's d and dmin, q3_k's and q6_k's d at its end.
 std::vector<int> fp16_offsets(dtype t) {
   if (t == dtype::q2_k) return {80, 82};
   if (t == dtype::q3_k) return {108};
+  if (t == dtype::q6_k) return {208};
   if (t == dtype::q4_k || t == dtype::q5_k || t == dtype::q4_1 || t == dtype::q5_1) return {0, 2};
   return {0};
 }

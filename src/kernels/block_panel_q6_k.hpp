@@ -1,0 +1,97 @@
+#pragma once
+// q6_k over 16-row panels (model/ggml_block_panels.hpp) on zmm with VNNI, one row per 32-bit element as
+// q2_k / q3_k (block_panel_q23_k.hpp, whose loop over panels and tokens this reuses). For super-block
+// half n and u = 0..7, one 64-byte run of ql bytes 64n + 4u.. (qa), one of ql bytes 64n + 32 + 4u.. (qb)
+// and one of qh bytes 32n + 4u.. (hq) hold 4 weights of each row for each of the groups 8n + 2g + u / 4
+// (g = 0..3): qa's low nibbles (g = 0), qb's (1), qa's high nibbles (2), qb's (3), each below qh's bit
+// pair g moved to bits 4-5 (one shift and one and; vpternlog puts the nibble under it). The weights go
+// in unsigned (0..63): each group's 4 vpdpbusd chain starts at -32 x the token's sum of its 16
+// activations (q6_k_group_offsets), so it ends at the signed dot the row kernel computes, and vpmulld
+// scales it by the 16 rows' int8 scale of the group (one vpmovsxbd of the group's 16 bytes).
+// fp32: per row, acc += float(isum) * (d * y.d) super-block after super-block: one sequence whatever the
+// token count, tile or row range. Included by the avx512_vnni file only, after block_panel_q23_k.hpp.
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "block_panel_q23_k.hpp"
+#include "pagedserve/kernels.hpp"
+
+namespace pagedserve::kernels {
+namespace {
+
+// q6_k's panel block (3360 bytes): scale byte j of row i at 16j + i (j < 16), ql bytes 4k..4k+3 at
+// 256 + 64k + 4i (k < 32), qh bytes 4m..4m+3 at 2304 + 64m + 4i (m < 16), d at 3328 + 2i.
+struct panel_q6_k {
+  static constexpr std::size_t block_bytes = 16 * 210;
+  static constexpr int ql_at = 256, qh_at = 2304, d_at = 3328;
+  static constexpr int extra_per_block = 16;  // -32 x the token's group sums
+  static void token_extras(std::int32_t* extra, const act_block256& y) {
+    for (int g = 0; g < 16; ++g) extra[g] = -32 * y.bsums[g];
+  }
+};
+
+// sums[t * 16 + r] = row r of the panel · token t's activations y[t], t < n_t; minus_offsets[t] holds
+// token t's 16 group offsets per super-block (panel_q6_k::token_extras).
+template <int n_t>
+void q6_k_panel_dot(float* sums, const std::byte* panel, const act_block256* const* y,
+                    const std::int32_t* const* minus_offsets, int nb) {
+  __m512 acc[n_t];
+  for (int t = 0; t < n_t; ++t) acc[t] = _mm512_setzero_ps();
+  const __m512i low4 = _mm512_set1_epi8(0xF), bits45 = _mm512_set1_epi8(0x30);
+  for (int b = 0; b < nb; ++b) {
+    const std::byte* block = panel + static_cast<std::size_t>(b) * panel_q6_k::block_bytes;
+    const auto load = [&](int at) { return _mm512_loadu_si512(block + at); };
+    __m512i isum[n_t];
+    for (int t = 0; t < n_t; ++t) isum[t] = _mm512_setzero_si512();
+#pragma GCC unroll 2
+    for (int n = 0; n < 2; ++n)
+#pragma GCC unroll 2
+      for (int half = 0; half < 2; ++half) {  // u = 4 half + r: groups 8n + 2g + half
+        __m512i chain[n_t][4];
+        for (int t = 0; t < n_t; ++t)
+          for (int g = 0; g < 4; ++g)
+            chain[t][g] = _mm512_set1_epi32(minus_offsets[t][16 * b + 8 * n + 2 * g + half]);
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; ++r) {
+          const int u = 4 * half + r;
+          const __m512i qa = load(panel_q6_k::ql_at + 64 * (16 * n + u));
+          const __m512i qb = load(panel_q6_k::ql_at + 64 * (16 * n + 8 + u));
+          const __m512i hq = load(panel_q6_k::qh_at + 64 * (8 * n + u));
+          // (nibbles & 0xF) | pair, the pair at bits 4-5 and zero elsewhere: 16-bit shifts, what
+          // crosses from the next byte is masked.
+          const auto weights = [&](__m512i nibbles, __m512i pair) {
+            return _mm512_ternarylogic_epi32(nibbles, low4, _mm512_and_si512(pair, bits45), 0xEA);
+          };
+          const __m512i w[4] = {weights(qa, _mm512_slli_epi16(hq, 4)), weights(qb, _mm512_slli_epi16(hq, 2)),
+                                weights(_mm512_srli_epi16(qa, 4), hq),
+                                weights(_mm512_srli_epi16(qb, 4), _mm512_srli_epi16(hq, 2))};
+#pragma GCC unroll 4
+          for (int t = 0; t < n_t; ++t)
+#pragma GCC unroll 4
+            for (int g = 0; g < 4; ++g)
+              chain[t][g] = _mm512_dpbusd_epi32(chain[t][g], w[g], q23_k_broadcast4(y[t][b].qs + 128 * n + 32 * g + 4 * u));
+        }
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; ++g) {
+          const __m512i scale = _mm512_cvtepi8_epi32(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * (8 * n + 2 * g + half))));
+          for (int t = 0; t < n_t; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(chain[t][g], scale));
+        }
+      }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + panel_q6_k::d_at)));
+#pragma GCC unroll 4
+    for (int t = 0; t < n_t; ++t)
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, _mm512_set1_ps(y[t][b].d)), acc[t]);
+  }
+  for (int t = 0; t < n_t; ++t) _mm512_storeu_ps(sums + t * block_panel_rows, acc[t]);
+}
+
+// matmul_q23_k_panels<panel_q6_k> calls these.
+template <>
+constexpr q23_k_panel_fn q23_k_panel_kernels<panel_q6_k>[q23_k_panel_tokens] = {
+    q6_k_panel_dot<1>, q6_k_panel_dot<2>, q6_k_panel_dot<3>, q6_k_panel_dot<4>};
+
+}  // namespace
+}  // namespace pagedserve::kernels
