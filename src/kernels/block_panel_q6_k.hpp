@@ -21,11 +21,11 @@
 namespace pagedserve::kernels {
 namespace {
 
-// q6_k's panel block (3360 bytes): scale byte j of row i at 16j + i (j < 16), ql bytes 4k..4k+3 at
-// 256 + 64k + 4i (k < 32), qh bytes 4m..4m+3 at 2304 + 64m + 4i (m < 16), d at 3328 + 2i.
+// q6_k's panel block (3360 bytes, ggml_block_panels.cpp), read front to back: per step 2n + h, 4 x (the
+// runs qa, qb, hq), then the 4 groups' scales (16 bytes each, a byte a row); d at 3328 + 2i.
 struct panel_q6_k {
   static constexpr std::size_t block_bytes = 16 * 210;
-  static constexpr int ql_at = 256, qh_at = 2304, d_at = 3328;
+  static constexpr int step_bytes = 832, run_bytes = 192, scales_at = 768, d_at = 3328;
   static constexpr int extra_per_block = 16;  // -32 x the token's group sums
   static void token_extras(std::int32_t* extra, const act_block256& y) {
     for (int g = 0; g < 16; ++g) extra[g] = -32 * y.bsums[g];
@@ -44,40 +44,37 @@ void q6_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
     const std::byte* block = panel + static_cast<std::size_t>(b) * panel_q6_k::block_bytes;
     const auto load = [&](int at) { return _mm512_loadu_si512(block + at); };
     __m512i isum[n_t];
+#pragma GCC unroll 4
     for (int t = 0; t < n_t; ++t) isum[t] = _mm512_setzero_si512();
 #pragma GCC unroll 2
     for (int n = 0; n < 2; ++n)
 #pragma GCC unroll 2
       for (int half = 0; half < 2; ++half) {  // u = 4 half + r: groups 8n + 2g + half
-        __m512i chain[n_t][4];
-        for (int t = 0; t < n_t; ++t)
-          for (int g = 0; g < 4; ++g)
-            chain[t][g] = _mm512_set1_epi32(minus_offsets[t][16 * b + 8 * n + 2 * g + half]);
-#pragma GCC unroll 4
-        for (int r = 0; r < 4; ++r) {
-          const int u = 4 * half + r;
-          const __m512i qa = load(panel_q6_k::ql_at + 64 * (16 * n + u));
-          const __m512i qb = load(panel_q6_k::ql_at + 64 * (16 * n + 8 + u));
-          const __m512i hq = load(panel_q6_k::qh_at + 64 * (8 * n + u));
-          // (nibbles & 0xF) | pair, the pair at bits 4-5 and zero elsewhere: 16-bit shifts, what
-          // crosses from the next byte is masked.
-          const auto weights = [&](__m512i nibbles, __m512i pair) {
-            return _mm512_ternarylogic_epi32(nibbles, low4, _mm512_and_si512(pair, bits45), 0xEA);
-          };
-          const __m512i w[4] = {weights(qa, _mm512_slli_epi16(hq, 4)), weights(qb, _mm512_slli_epi16(hq, 2)),
-                                weights(_mm512_srli_epi16(qa, 4), hq),
-                                weights(_mm512_srli_epi16(qb, 4), _mm512_srli_epi16(hq, 2))};
-#pragma GCC unroll 4
-          for (int t = 0; t < n_t; ++t)
-#pragma GCC unroll 4
-            for (int g = 0; g < 4; ++g)
-              chain[t][g] = _mm512_dpbusd_epi32(chain[t][g], w[g], q23_k_broadcast4(y[t][b].qs + 128 * n + 32 * g + 4 * u));
-        }
+        const int step = panel_q6_k::step_bytes * (2 * n + half);
+        // Group by group, so that only a chain per token is live (4 tokens' 4 groups' chains spilled).
 #pragma GCC unroll 4
         for (int g = 0; g < 4; ++g) {
+          __m512i chain[n_t];
+#pragma GCC unroll 4
+          for (int t = 0; t < n_t; ++t) chain[t] = _mm512_set1_epi32(minus_offsets[t][16 * b + 8 * n + 2 * g + half]);
+#pragma GCC unroll 4
+          for (int r = 0; r < 4; ++r) {
+            const int u = 4 * half + r, at = step + panel_q6_k::run_bytes * r;
+            // Nibbles: qa's (g even) or qb's (odd), low (g < 2) or high; under them qh's bit pair g at
+            // bits 4-5, zero elsewhere (16-bit shifts: what crosses from the next byte is masked).
+            const __m512i ql = load(at + 64 * (g % 2)), hq = load(at + 128);
+            const __m512i nibbles = g < 2 ? ql : _mm512_srli_epi16(ql, 4);
+            const __m512i pair = g == 0 ? _mm512_slli_epi16(hq, 4) : g == 1 ? _mm512_slli_epi16(hq, 2)
+                                 : g == 2 ? hq : _mm512_srli_epi16(hq, 2);
+            const __m512i w = _mm512_ternarylogic_epi32(nibbles, low4, _mm512_and_si512(pair, bits45), 0xEA);
+#pragma GCC unroll 4
+            for (int t = 0; t < n_t; ++t)
+              chain[t] = _mm512_dpbusd_epi32(chain[t], w, q23_k_broadcast4(y[t][b].qs + 128 * n + 32 * g + 4 * u));
+          }
           const __m512i scale = _mm512_cvtepi8_epi32(
-              _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * (8 * n + 2 * g + half))));
-          for (int t = 0; t < n_t; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(chain[t][g], scale));
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + step + panel_q6_k::scales_at + 16 * g)));
+#pragma GCC unroll 4
+          for (int t = 0; t < n_t; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(chain[t], scale));
         }
       }
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + panel_q6_k::d_at)));

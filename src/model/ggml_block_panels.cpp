@@ -71,16 +71,26 @@ constexpr field_move q5_k_fields[] = {{0, 2, 0, 2},   {2, 2, 8, 2},    {4, 4, 16
                                       {96, 16, 256, 16}, {112, 16, 320, 16}, {128, 16, 384, 16}, {144, 16, 448, 16},
                                       {160, 16, 512, 16}, {16, 16, 576, 16}, {32, 16, 640, 16}};
 
-// q6_k (3360 bytes): scale j of the 16 at 16 j + i (one byte a row: vpmovsxbd makes the 16 rows' s32
-// scales of a sub-block from one 16-byte load); ql bytes 4k..4k+3 at 256 + 64 k + 4 i (k < 32); qh bytes
-// 4m..4m+3 at 2304 + 64 m + 4 i (m < 16); d at 3328 + 2 i, last, so that a block starting on a cache
-// line has all its 64-byte runs on lines.
+// q6_k (3360 bytes), in the order its kernel reads it: for each step s = 2n + h (n: super-block half,
+// h = 0, 1) and r < 4, with u = 4h + r, ql bytes 64n + 4u..+3 at 832s + 192r + 4i, ql bytes
+// 64n + 32 + 4u..+3 at 64 bytes further, qh bytes 32n + 4u..+3 at 128 further; then the step's 4 groups'
+// scales, group 8n + 2g + h at 832s + 768 + 16g + i (a byte a row: one vpmovsxbd makes the 16 rows'
+// s32 scales); d at 3328 + 2i, last.
 constexpr auto q6_k_fields = [] {
-  std::array<field_move, 16 + 32 + 16 + 1> f{};
-  for (int j = 0; j < 16; ++j) f[j] = {192 + j, 1, 16 * j, 1};
-  for (int k = 0; k < 32; ++k) f[16 + k] = {4 * k, 4, 256 + 64 * k, 4};
-  for (int m = 0; m < 16; ++m) f[48 + m] = {128 + 4 * m, 4, 2304 + 64 * m, 4};
-  f[64] = {208, 2, 3328, 2};
+  std::array<field_move, 4 * (12 + 4) + 1> f{};
+  int k = 0;
+  for (int n = 0; n < 2; ++n)
+    for (int h = 0; h < 2; ++h) {
+      const int step = 832 * (2 * n + h);
+      for (int r = 0; r < 4; ++r) {
+        const int u = 4 * h + r;
+        f[k++] = {64 * n + 4 * u, 4, step + 192 * r, 4};
+        f[k++] = {64 * n + 32 + 4 * u, 4, step + 192 * r + 64, 4};
+        f[k++] = {128 + 32 * n + 4 * u, 4, step + 192 * r + 128, 4};
+      }
+      for (int g = 0; g < 4; ++g) f[k++] = {192 + 8 * n + 2 * g + h, 1, step + 768 + 16 * g, 1};
+    }
+  f[k] = {208, 2, 3328, 2};
   return f;
 }();
 
