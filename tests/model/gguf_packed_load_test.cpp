@@ -71,6 +71,7 @@ TEST(gguf_packed_load, q4_k_m_mix_loads_as_views_of_the_files_types) {
     EXPECT_EQ(mm.classifier.type, dtype::q6_k);
     EXPECT_EQ(mm.token_embedding.type, tied ? dtype::q6_k : dtype::q4_k);
     EXPECT_EQ(mm.classifier == mm.token_embedding, tied);
+    EXPECT_EQ(mm.classifier.panel_rows != 0, block_panels_here(dtype::q6_k)) << "a tied one too: lookups gather rows";
     for (const auto& [w, name, row] : {std::tuple{&mm.layers[4].w_down, "blk.4.ffn_down.weight", 255},
                                        std::tuple{&mm.token_embedding, "token_embd.weight", 299},
                                        std::tuple{&mm.layers[7].wo, "blk.7.attn_output.weight", 17}})
@@ -116,13 +117,13 @@ TEST(gguf_packed_load, tied_classifier_is_packed_and_the_embedding_reads_it) {
   std::filesystem::remove(path);
 }
 
-// Files of one 32-weight format, iq4_xs, q2_k or q3_k ("pure": every matrix that type): every matrix the forward
+// Files of one 32-weight format, iq4_xs, q2_k, q3_k or q6_k ("pure": every matrix that type): every matrix the forward
 // pass multiplies is repacked into row panels where this CPU has their kernel (block_panels_here), its
 // rows still the file's, and the model owns only its norms and the panels.
 TEST(gguf_packed_load, every_matrix_of_a_panel_type_is_loaded_as_panels) {
   const model_config c = small_config("llama", false);
   for (const char* recipe :
-       {"pure:Q4_1", "pure:Q5_0", "pure:Q5_1", "pure:IQ4_NL", "pure:IQ4_XS", "pure:Q2_K", "pure:Q3_K"}) {
+       {"pure:Q4_1", "pure:Q5_0", "pure:Q5_1", "pure:IQ4_NL", "pure:IQ4_XS", "pure:Q2_K", "pure:Q3_K", "pure:Q6_K"}) {
     SCOPED_TRACE(recipe);
     const auto path = write_random(c, recipe);
     auto m = gguf_model_load(path);

@@ -126,8 +126,8 @@ TEST(gguf_quant_golden, packed_blocks_track_llama_cpps_quantized_path) {
     ASSERT_TRUE(m);
     EXPECT_EQ(golden_type_name(m->layers[0].wq.type), f.tensor_types.at("blk.0.attn_q.weight")) << "kept as stored";
     // Block-quantized matrices replace their mapped bytes with a copy on huge pages: repacked into row
-    // panels (ggml_block_panels.hpp) where their type's panel kernel pays here (Q5_K_M's q5_k included),
-    // else their rows as stored (q6_k).
+    // panels (ggml_block_panels.hpp) where their type's panel kernel pays here (Q5_K_M's q5_k and the
+    // q6_k of every K-quant mix included), else their rows as stored.
     const auto copied = [](const weight& w) { return is_block_quantized(w.type) ? w.n_bytes() : 0; };
     std::uint64_t copy_bytes = copied(m->classifier);
     for (const layer_weights& l : m->layers)
