@@ -2,12 +2,13 @@
 // q6_k over 16-row panels (model/ggml_block_panels.hpp) on zmm with VNNI, one row per 32-bit element as
 // q2_k / q3_k (block_panel_q23_k.hpp, whose loop over panels and tokens this reuses). For super-block
 // half n and u = 0..7, one 64-byte run of ql bytes 64n + 4u.. (qa), one of ql bytes 64n + 32 + 4u.. (qb)
-// and one of qh bytes 32n + 4u.. (hq) hold 4 weights of each row for each of the groups 8n + 2g + u / 4
-// (g = 0..3): qa's low nibbles (g = 0), qb's (1), qa's high nibbles (2), qb's (3), each below qh's bit
-// pair g moved to bits 4-5 (one shift and one and; vpternlog puts the nibble under it). The weights go
-// in unsigned (0..63): each group's 4 vpdpbusd chain starts at -32 x the token's sum of its 16
-// activations (q6_k_group_offsets), so it ends at the signed dot the row kernel computes, and vpmulld
-// scales it by the 16 rows' int8 scale of the group (one vpmovsxbd of the group's 16 bytes).
+// and one of qh bytes 32n + 4u.. (hq), laid out one after the other in the order read, hold 4 weights
+// of each row for each of the groups 8n + 2g + u / 4 (g = 0..3): qa's low nibbles (g = 0), qb's (1),
+// qa's high nibbles (2), qb's (3), each under qh's bit pair g moved to bits 4-5 (a shift and an and;
+// one vpternlog joins them). The weights go in unsigned (0..63): each group's chain of 4 vpdpbusd starts
+// at -32 x the token's sum of the group's 16 activations (panel_q6_k::token_extras), so it ends at the
+// signed dot the row kernel computes, and vpmulld scales it by the 16 rows' int8 scales of the group
+// (one vpmovsxbd of the group's 16 bytes).
 // fp32: per row, acc += float(isum) * (d * y.d) super-block after super-block: one sequence whatever the
 // token count, tile or row range. Included by the avx512_vnni file only, after block_panel_q23_k.hpp.
 #include <immintrin.h>
@@ -32,6 +33,22 @@ struct panel_q6_k {
   }
 };
 
+// Up to this many tokens a step's runs are read in order, each run's 4 groups' weights against every
+// token's 4 chains: the block streams front to back, which single-thread from DRAM ran 1-2 tokens 1.1-1.5x
+// faster than group by group (the ql runs read twice each). From 4 tokens on 16 chains would not fit the
+// registers: group by group, a chain per token live (1.2x faster from L2 there, equal from DRAM).
+constexpr int q6_k_in_order_tokens = 3;
+
+// Group g's 4 weights of each row from one ql run (qa for g even, qb for odd) and the qh run: the low
+// (g < 2) or high nibbles, and under them qh's bit pair g at bits 4-5, zero elsewhere (16-bit shifts:
+// what crosses from the next byte is masked).
+inline __m512i q6_k_weights(__m512i ql, __m512i hq, int g) {
+  const __m512i nibbles = g < 2 ? ql : _mm512_srli_epi16(ql, 4);
+  const __m512i pair = g == 0 ? _mm512_slli_epi16(hq, 4) : g == 1 ? _mm512_slli_epi16(hq, 2)
+                       : g == 2 ? hq : _mm512_srli_epi16(hq, 2);
+  return _mm512_ternarylogic_epi32(nibbles, _mm512_set1_epi8(0xF), _mm512_and_si512(pair, _mm512_set1_epi8(0x30)), 0xEA);
+}
+
 // sums[t * 16 + r] = row r of the panel · token t's activations y[t], t < n_t; minus_offsets[t] holds
 // token t's 16 group offsets per super-block (panel_q6_k::token_extras).
 template <int n_t>
@@ -39,10 +56,10 @@ void q6_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
                     const std::int32_t* const* minus_offsets, int nb) {
   __m512 acc[n_t];
   for (int t = 0; t < n_t; ++t) acc[t] = _mm512_setzero_ps();
-  const __m512i low4 = _mm512_set1_epi8(0xF), bits45 = _mm512_set1_epi8(0x30);
   for (int b = 0; b < nb; ++b) {
     const std::byte* block = panel + static_cast<std::size_t>(b) * panel_q6_k::block_bytes;
     const auto load = [&](int at) { return _mm512_loadu_si512(block + at); };
+    const auto activations = [&](int t, int n, int g, int u) { return q23_k_broadcast4(y[t][b].qs + 128 * n + 32 * g + 4 * u); };
     __m512i isum[n_t];
 #pragma GCC unroll 4
     for (int t = 0; t < n_t; ++t) isum[t] = _mm512_setzero_si512();
@@ -51,30 +68,39 @@ void q6_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
 #pragma GCC unroll 2
       for (int half = 0; half < 2; ++half) {  // u = 4 half + r: groups 8n + 2g + half
         const int step = panel_q6_k::step_bytes * (2 * n + half);
-        // Group by group, so that only a chain per token is live (4 tokens' 4 groups' chains spilled).
+        __m512i chain[n_t][4];
 #pragma GCC unroll 4
-        for (int g = 0; g < 4; ++g) {
-          __m512i chain[n_t];
+        for (int t = 0; t < n_t; ++t)
 #pragma GCC unroll 4
-          for (int t = 0; t < n_t; ++t) chain[t] = _mm512_set1_epi32(minus_offsets[t][16 * b + 8 * n + 2 * g + half]);
+          for (int g = 0; g < 4; ++g) chain[t][g] = _mm512_set1_epi32(minus_offsets[t][16 * b + 8 * n + 2 * g + half]);
+        if constexpr (n_t <= q6_k_in_order_tokens) {
 #pragma GCC unroll 4
           for (int r = 0; r < 4; ++r) {
-            const int u = 4 * half + r, at = step + panel_q6_k::run_bytes * r;
-            // Nibbles: qa's (g even) or qb's (odd), low (g < 2) or high; under them qh's bit pair g at
-            // bits 4-5, zero elsewhere (16-bit shifts: what crosses from the next byte is masked).
-            const __m512i ql = load(at + 64 * (g % 2)), hq = load(at + 128);
-            const __m512i nibbles = g < 2 ? ql : _mm512_srli_epi16(ql, 4);
-            const __m512i pair = g == 0 ? _mm512_slli_epi16(hq, 4) : g == 1 ? _mm512_slli_epi16(hq, 2)
-                                 : g == 2 ? hq : _mm512_srli_epi16(hq, 2);
-            const __m512i w = _mm512_ternarylogic_epi32(nibbles, low4, _mm512_and_si512(pair, bits45), 0xEA);
+            const int at = step + panel_q6_k::run_bytes * r;
+            const __m512i qa = load(at), qb = load(at + 64), hq = load(at + 128);
+            const __m512i w[4] = {q6_k_weights(qa, hq, 0), q6_k_weights(qb, hq, 1), q6_k_weights(qa, hq, 2), q6_k_weights(qb, hq, 3)};
 #pragma GCC unroll 4
             for (int t = 0; t < n_t; ++t)
-              chain[t] = _mm512_dpbusd_epi32(chain[t], w, q23_k_broadcast4(y[t][b].qs + 128 * n + 32 * g + 4 * u));
+#pragma GCC unroll 4
+              for (int g = 0; g < 4; ++g) chain[t][g] = _mm512_dpbusd_epi32(chain[t][g], w[g], activations(t, n, g, 4 * half + r));
           }
+        } else {
+#pragma GCC unroll 4
+          for (int g = 0; g < 4; ++g)
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; ++r) {
+              const int at = step + panel_q6_k::run_bytes * r;
+              const __m512i w = q6_k_weights(load(at + 64 * (g % 2)), load(at + 128), g);
+#pragma GCC unroll 4
+              for (int t = 0; t < n_t; ++t) chain[t][g] = _mm512_dpbusd_epi32(chain[t][g], w, activations(t, n, g, 4 * half + r));
+            }
+        }
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; ++g) {
           const __m512i scale = _mm512_cvtepi8_epi32(
               _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + step + panel_q6_k::scales_at + 16 * g)));
 #pragma GCC unroll 4
-          for (int t = 0; t < n_t; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(chain[t], scale));
+          for (int t = 0; t < n_t; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(chain[t][g], scale));
         }
       }
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + panel_q6_k::d_at)));
