@@ -15,8 +15,8 @@
 // weight 4u + k's) between the d and the nibbles; iq4_xs's (2176 bytes): the 16 d, scales_h (2 bytes a
 // row), scales_l (4 a row), then q4_k's 32 runs of nibbles. q2_k's (1344 bytes): d, dmin, 4 runs of the
 // 16 scale bytes, 16 runs of qs; q3_k's (1760 bytes): d, 3 runs of the 12 scale bytes, 8 runs of hmask,
-// 16 runs of qs; q6_k's (3360 bytes): the 16 scale bytes one run of 16 rows each, 32 runs of ql, 16 of
-// qh, then the 16 d. The quad layout (block_panel_quads_follow) is the alternative for
+// 16 runs of qs; q6_k's (3360 bytes): 4 steps, each 4 x (2 runs of ql, 1 of qh) then 4 groups' scales
+// (16 bytes, a byte a row), in the order its kernel reads them, then the 16 d. The quad layout (block_panel_quads_follow) is the alternative for
 // kernels that run 4 rows at a time: the panel's 4 quads one after the other, each quad's blocks in
 // order, a quad block holding block b of its 4 rows.
 // The quad layout's quad blocks: q5_k's (704 bytes): q4_k's quad block (the 4 rows' d, then dmin, 8 bytes
