@@ -50,7 +50,7 @@ struct forwarding_mailbox : mailbox_ref<Mailbox> {
 struct engine_core {
   explicit engine_core(int n_blocks, int block_size = 16)
       : kv(io.get_executor(), n_blocks, block_size, true),
-        scheduler(io.get_executor(), scheduler_limits{.max_num_seqs = 8, .max_num_batched_tokens = 64,
+        scheduler(io.get_executor(), io.get_executor(), scheduler_limits{.max_num_seqs = 8, .max_num_batched_tokens = 64,
                                                       .context_len = n_blocks * block_size}),
         to_kv(kv),
         to_scheduler(scheduler) {
