@@ -91,7 +91,7 @@ engine::engine(const boost::asio::any_io_executor& ex, std::shared_ptr<const mod
       request_defaults_(request_defaults_for(*model_, config)),
       metrics_(model_->config.seq_len),
       kv_(engine_thread_.executor(), config.kv_blocks, config.block_size, config.prefix_caching),
-      scheduler_(engine_thread_.executor(),
+      scheduler_(engine_thread_.executor(), ex,
                  scheduler_limits{.max_num_seqs = config.max_num_seqs,
                                   .max_num_batched_tokens = config.max_num_batched_tokens,
                                   // a sequence never outgrows the pool: alone, it always fits

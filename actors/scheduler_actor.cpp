@@ -6,9 +6,12 @@
 
 namespace pagedserve {
 
-scheduler_actor::scheduler_actor(const boost::asio::any_io_executor& ex, scheduler_limits limits,
-                                 std::optional<std::uint64_t> seed)
-    : actor(ex), state_(std::make_unique<scheduler_state>(limits)), log_(actor_logger("sched")) {
+scheduler_actor::scheduler_actor(const boost::asio::any_io_executor& ex, const boost::asio::any_io_executor& replies_ex,
+                                 scheduler_limits limits, std::optional<std::uint64_t> seed)
+    : actor(ex),
+      state_(std::make_unique<scheduler_state>(limits)),
+      replies_(boost::asio::make_strand(replies_ex)),
+      log_(actor_logger("sched")) {
   if (seed) seed_source_.seed(*seed);
 }
 
@@ -110,9 +113,11 @@ void scheduler_actor::on(step_scheduled m) {
   }
   // The allocator has freed the finished sequences' blocks: now their clients may hear they ended.
   publish_status();
-  deliver(m.previous.updates, std::move(executed_logprobs_));
+  std::vector<addressed_reply> replies;
+  deliver(m.previous.updates, std::move(executed_logprobs_), replies);
   executed_logprobs_.clear();
-  deliver(m.plan.finished, {});
+  deliver(m.plan.finished, {}, replies);
+  send_replies(std::move(replies));
   if (!m.plan.chunks.empty()) execute(m.plan);
   // Handled in arrival order; the first that starts an exchange lends the queues again, and those
   // after it wait once more.
@@ -121,10 +126,10 @@ void scheduler_actor::on(step_scheduled m) {
   for (scheduler_mailbox& d : deferred) std::visit([this](auto& msg) { on(std::move(msg)); }, d);
 }
 
-void scheduler_actor::execute(const step_plan& plan) {
+void scheduler_actor::execute(step_plan& plan) {
   executing_ = true;
   ++n_steps_;
-  execute_step e{step_, std::make_shared<const step_batch>(plan.batch), {}, {}, std::move(dropped_), {}, step_follows_};
+  execute_step e{step_, std::make_shared<const step_batch>(std::move(plan.batch)), {}, {}, std::move(dropped_), {}, step_follows_};
   dropped_.clear();
   for (const auto& [from, to] : plan.block_copies) e.block_copies.emplace_back(from.value, to.value);
   for (const step_chunk& c : plan.chunks) {
@@ -159,8 +164,8 @@ void scheduler_actor::on(step_executed m) {
   send_schedule(schedule_next_step::executed{std::move(m.sampled), m.compute_seconds}, true);
 }
 
-void scheduler_actor::deliver(std::vector<sequence_update>& updates,
-                              std::vector<std::optional<token_logprobs>> logprobs) {
+void scheduler_actor::deliver(std::vector<sequence_update>& updates, std::vector<std::optional<token_logprobs>> logprobs,
+                              std::vector<addressed_reply>& replies) {
   std::size_t next_logprobs = 0;  // updates take the executor's tokens in order, n_sampled each
   for (sequence_update& u : updates) {
     auto it = reply_to_.find(u.id);
@@ -172,22 +177,27 @@ void scheduler_actor::deliver(std::vector<sequence_update>& updates,
       std::vector<token_logprobs> lp;
       for (std::size_t k = 0; k < u.new_tokens.size() && first_logprobs + k < logprobs.size(); ++k)
         if (logprobs[first_logprobs + k]) lp.push_back(std::move(*logprobs[first_logprobs + k]));
-      it->second->tell(tokens_generated{u.id, std::move(u.new_tokens), std::move(lp)});
+      replies.emplace_back(it->second, tokens_generated{u.id, std::move(u.new_tokens), std::move(lp)});
     }
     if (!u.finished) continue;
+    addressed_reply& final_reply = replies.emplace_back(std::move(it->second), request_finished{u.id, *u.finished, u.used});
     if (auto e = ending_with_error_.find(u.id); e != ending_with_error_.end()) {
       // A request that ended on its own in the same step keeps its real reason.
-      if (*u.finished == finish_reason::cancelled) it->second->tell(request_failed{u.id, std::move(e->second), u.used});
-      else it->second->tell(request_finished{u.id, *u.finished, u.used});
+      if (*u.finished == finish_reason::cancelled) final_reply.message = request_failed{u.id, std::move(e->second), u.used};
       ending_with_error_.erase(e);
-    } else {
-      it->second->tell(request_finished{u.id, *u.finished, u.used});
     }
     reply_to_.erase(it);
     never_scheduled_.erase(u.id);
     if (known_to_executor_.erase(u.id)) dropped_.push_back(u.id);
     log_->debug("[{}] finished: {}", u.id.value, finish_reason_name(*u.finished));
   }
+}
+
+void scheduler_actor::send_replies(std::vector<addressed_reply> replies) {
+  if (replies.empty()) return;
+  boost::asio::post(replies_, [replies = std::move(replies)]() mutable {
+    for (addressed_reply& r : replies) r.to->tell(std::move(r.message));
+  });
 }
 
 scheduler_status scheduler_actor::queue_status() const {

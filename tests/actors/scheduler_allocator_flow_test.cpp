@@ -48,9 +48,11 @@ struct forwarding_mailbox : mailbox_ref<Mailbox> {
 };
 
 struct engine_core {
-  explicit engine_core(int n_blocks, int block_size = 16)
+  // replies_apart: the scheduler's replies to request actors fan out on `network`, run only when the
+  // test says so, as the network threads do in the server; else on `io` with everything else.
+  explicit engine_core(int n_blocks, int block_size = 16, bool replies_apart = false)
       : kv(io.get_executor(), n_blocks, block_size, true),
-        scheduler(io.get_executor(), scheduler_limits{.max_num_seqs = 8, .max_num_batched_tokens = 64,
+        scheduler(io.get_executor(), replies_apart ? network.get_executor() : io.get_executor(), scheduler_limits{.max_num_seqs = 8, .max_num_batched_tokens = 64,
                                                       .context_len = n_blocks * block_size}),
         to_kv(kv),
         to_scheduler(scheduler) {
@@ -79,6 +81,7 @@ struct engine_core {
   int n_exchanges() const { return static_cast<int>(std::ranges::count(to_kv.types, std::size_t{0})); }  // schedule_next_step
 
   boost::asio::io_context io;
+  boost::asio::io_context network;
   kv_allocator_actor kv;
   scheduler_actor scheduler;
   forwarding_mailbox<kv_allocator_mailbox> to_kv;
@@ -205,6 +208,55 @@ TEST(scheduler_allocator_flow, a_sample_group_waits_for_all_its_members_then_for
   c.run();
   ASSERT_TRUE(kv);
   EXPECT_EQ(kv->forks, 1u) << "the second sample shared the first's prompt blocks";
+}
+
+// A step's replies leave the engine thread as one batch, fanned out on the network executor: none
+// reaches a request actor before that executor runs, and then each request hears its steps in order.
+TEST(scheduler_allocator_flow, replies_fan_out_on_the_network_executor_in_step_order) {
+  engine_core c(64, 16, true);
+  c.submit(1, 3, 3);
+  c.run();
+  for (token_id t : {9, 10}) {
+    c.execute_latest(t);
+    c.run();
+  }
+  EXPECT_TRUE(c.requests[1]->received.empty()) << "the engine thread posts replies, it never tells them";
+  EXPECT_EQ(c.executor.received.size(), 3u) << "the steps went on without waiting for the replies";
+  c.network.run();
+  ASSERT_EQ(c.requests[1]->received.size(), 2u);
+  EXPECT_EQ(std::get<tokens_generated>(c.requests[1]->received[0]).tokens, std::vector<token_id>{9});
+  EXPECT_EQ(std::get<tokens_generated>(c.requests[1]->received[1]).tokens, std::vector<token_id>{10});
+}
+
+// A cancel that arrives while the request's earlier tokens are still on their way to it: the step
+// that was running when it came delivers its token, the request ends at that step's boundary with
+// exactly one final message, after every token and after its blocks are free, and a second cancel
+// (the client's, racing the server's end) changes nothing.
+TEST(scheduler_allocator_flow, a_request_cancelled_while_its_replies_are_in_flight_gets_one_final_message_last) {
+  engine_core c(64, 16, true);
+  c.submit(1, 3, 10);
+  c.run();
+  c.execute_latest(9);
+  c.run();  // step 2 is at the executor; step 1's token is on its way
+  c.scheduler.tell(finish_request{request_id{1}, finish_reason::cancelled, std::nullopt});
+  c.run();
+  c.execute_latest(11);
+  c.run();
+  c.scheduler.tell(finish_request{request_id{1}, finish_reason::cancelled, std::nullopt});
+  c.run();
+  EXPECT_EQ(c.executor.received.size(), 2u) << "no step after the one the cancel arrived during";
+  std::optional<kv_pool_status> kv;
+  c.kv.tell(report_kv_status{[&](kv_pool_status s) { kv = s; }});
+  c.run();
+  ASSERT_TRUE(kv);
+  EXPECT_EQ(kv->blocks_free, kv->blocks_total) << "freed before the final message went out";
+  c.network.run();
+  const auto& got = c.requests[1]->received;
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(std::get<tokens_generated>(got[0]).tokens, std::vector<token_id>{9});
+  EXPECT_EQ(std::get<tokens_generated>(got[1]).tokens, std::vector<token_id>{11});
+  ASSERT_TRUE(std::holds_alternative<request_finished>(got[2]));
+  EXPECT_EQ(std::get<request_finished>(got[2]).reason, finish_reason::cancelled);
 }
 
 }  // namespace
