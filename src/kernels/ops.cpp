@@ -368,89 +368,116 @@ void kv_item_runs(std::vector<kv_prefetch_stream::run>& runs, const paged_kv_lay
 
 }  // namespace
 
-void paged_attention(const kernel_table& kt, float* out, const float* q, const paged_kv_layer& kv,
-                     const attention_batch& batch, int n_heads, int n_kv_heads, int head_size) {
-  // Work item: (tile of up to 8 tokens of one sequence, kv head), in parallel. The sequence's blocks
-  // are taken kv_group_blocks at a time, at multiples of kv_group_blocks: each group's K/V is read from
-  // memory once for all the tile's tokens and all query heads sharing the kv head (GQA), and softmax
-  // is online per group: rescale what was accumulated by exp(old max - new max), then add the group's
-  // weighted values. Every query row goes through the same groups in the same order whatever tile or
-  // thread it is in, so the result does not depend on the step's composition (batch invariance).
-  // Each thread's range of items is read through one kv_prefetch_stream: its K/V runs, in reading
-  // order across groups and items, prefetched a fixed distance ahead of the kernels.
-  ps_check(kv.head_size == head_size, "paged_attention: the KV layer's head size differs from the model's");
-  constexpr int max_tile = 8;
-  const int dim = n_heads * head_size;
-  const int group = n_heads / n_kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_size));
-  const int bs = kv.block_size;
-  // One small allocation per layer (~0.1 us of a layer's 50+): a thread_local buffer would be
-  // overwritten if this thread ran another layer's attention while it waits in parallel_for.
-  std::vector<query_tile> tiles;
-  query_tiles(tiles, batch, max_tile);
+namespace {
+
+// One paged_attention call's work items, (tile of up to 8 tokens of one sequence, kv head), and what
+// attending them reads and writes. A range of items is attended on one thread through one
+// kv_prefetch_stream: its K/V runs, in reading order across groups and items, prefetched a fixed
+// distance ahead of the kernels.
+class attention_items {
+ public:
+  attention_items(const kernel_table& kt, float* out, const float* q, const paged_kv_layer& kv,
+                  const attention_batch& batch, int n_heads, int n_kv_heads, int head_size)
+      : kt_(kt), out_(out), q_(q), kv_(kv), batch_(batch), n_kv_heads_(n_kv_heads), head_size_(head_size),
+        dim_(n_heads * head_size), group_(n_heads / n_kv_heads),
+        scale_(1.0f / std::sqrt(static_cast<float>(head_size))) {
+    query_tiles(tiles_, batch, max_tile);  // one small allocation per layer (~0.1 us of its 50+)
+  }
+  int size() const { return static_cast<int>(tiles_.size()) * n_kv_heads_; }
+
+  void attend(const tbb::blocked_range<int>& items) const {
+    static tbb::enumerable_thread_specific<thread_state> states;
+    thread_state& st = states.local();
+    st.stream.restart();
+    for (int item = items.begin(); item < items.end(); ++item) {
+      const item_span span = span_of(item);
+      kv_item_runs(st.stream.runs, kv_, span.table, span.first_block, span.last_block, span.last_pos, span.head_off);
+    }
+    st.stream.advance(0);
+    st.scores.resize(static_cast<std::size_t>((kv_group_blocks * kv_.block_size + 15) / 16 * 16));  // whole zmm
+    for (int item = items.begin(); item < items.end(); ++item) attend_item(item, st);
+  }
+
+ private:
+  static constexpr int max_tile = 8;
+  struct thread_state {
+    std::vector<float> acc, max, sum, scores;
+    kv_prefetch_stream stream;
+  };
   struct item_span {  // one work item's blocks
     const std::int32_t* table;
     int first_block, last_block, last_pos;
     std::size_t head_off;
   };
-  const auto item_at = [&](int item) {
-    const query_tile tile = tiles[item / n_kv_heads];
-    const int last_pos = batch.pos_of_token[tile.first_token + tile.n_tokens - 1];
-    const int first_start = attention_start(batch, batch.pos_of_token[tile.first_token]);
-    return item_span{batch.block_tables + batch.seq_block_offset[batch.seq_of_token[tile.first_token]],
+
+  item_span span_of(int item) const {
+    const query_tile tile = tiles_[item / n_kv_heads_];
+    const int bs = kv_.block_size;
+    const int last_pos = batch_.pos_of_token[tile.first_token + tile.n_tokens - 1];
+    const int first_start = attention_start(batch_, batch_.pos_of_token[tile.first_token]);
+    return item_span{batch_.block_tables + batch_.seq_block_offset[batch_.seq_of_token[tile.first_token]],
                      first_start / bs / kv_group_blocks * kv_group_blocks, last_pos / bs, last_pos,
-                     kv.head_offset(item % n_kv_heads, 0)};
-  };
-  struct thread_state {
-    std::vector<float> acc, max, sum, scores;
-    kv_prefetch_stream stream;
-  };
-  static tbb::enumerable_thread_specific<thread_state> states;
-  const auto attend_items = [&](const tbb::blocked_range<int>& items) {
-    thread_state& st = states.local();
-    st.stream.restart();
-    for (int item = items.begin(); item < items.end(); ++item) {
-      const item_span span = item_at(item);
-      kv_item_runs(st.stream.runs, kv, span.table, span.first_block, span.last_block, span.last_pos, span.head_off);
-    }
-    st.stream.advance(0);
-    st.scores.resize(static_cast<std::size_t>((kv_group_blocks * bs + 15) / 16 * 16));  // whole zmm at the end
-    for (int item = items.begin(); item < items.end(); ++item) {
-      const query_tile tile = tiles[item / n_kv_heads];
-      const int kvh = item % n_kv_heads;
-      const int n_rows = tile.n_tokens * group;  // row r: token first + r / group, head kvh * group + r % group
-      st.acc.assign(static_cast<std::size_t>(n_rows) * head_size, 0.0f);
-      st.max.assign(n_rows, -INFINITY);
-      st.sum.assign(n_rows, 0.0f);
-      const item_span span = item_at(item);
-      for (int b0 = span.first_block; b0 <= span.last_block; b0 += kv_group_blocks) {
-        const int n_blocks = std::min(kv_group_blocks, span.last_block + 1 - b0);
-        kv_group g = kv_group_at(kv, span.table, b0, n_blocks, span.head_off);
-        const int p0 = b0 * bs;
-        for (int r = 0; r < n_rows; ++r) {
-          const int t = tile.first_token + r / group, h = kvh * group + r % group;
-          // Causal, up to its own position; from the window's start when there is one.
-          const int n = std::min(n_blocks * bs, batch.pos_of_token[t] + 1 - p0);
-          const int j0 = std::max(0, attention_start(batch, batch.pos_of_token[t]) - p0);
-          if (n <= j0) continue;
-          // The last row reads the most keys: it advances the stream (the others re-read the group from cache).
-          g.ahead = r == n_rows - 1 ? &st.stream : nullptr;
-          const float* qh = q + static_cast<std::size_t>(t) * dim + static_cast<std::size_t>(h) * head_size;
-          kt.attend_group(st.acc.data() + static_cast<std::size_t>(r) * head_size, &st.max[r], &st.sum[r], qh, g, j0,
-                          n, head_size, scale, st.scores.data());
-        }
-      }
+                     kv_.head_offset(item % n_kv_heads_, 0)};
+  }
+
+  void attend_item(int item, thread_state& st) const {
+    const query_tile tile = tiles_[item / n_kv_heads_];
+    const int kvh = item % n_kv_heads_, bs = kv_.block_size;
+    const int n_rows = tile.n_tokens * group_;  // row r: token first + r / group, head kvh * group + r % group
+    st.acc.assign(static_cast<std::size_t>(n_rows) * head_size_, 0.0f);
+    st.max.assign(n_rows, -INFINITY);
+    st.sum.assign(n_rows, 0.0f);
+    const item_span span = span_of(item);
+    for (int b0 = span.first_block; b0 <= span.last_block; b0 += kv_group_blocks) {
+      const int n_blocks = std::min(kv_group_blocks, span.last_block + 1 - b0);
+      kv_group g = kv_group_at(kv_, span.table, b0, n_blocks, span.head_off);
+      const int p0 = b0 * bs;
       for (int r = 0; r < n_rows; ++r) {
-        const int t = tile.first_token + r / group, h = kvh * group + r % group;
-        const float inv_sum = 1.0f / st.sum[r];
-        const float* acc = st.acc.data() + static_cast<std::size_t>(r) * head_size;
-        float* oh = out + static_cast<std::size_t>(t) * dim + static_cast<std::size_t>(h) * head_size;
-        for (int i = 0; i < head_size; ++i) oh[i] = acc[i] * inv_sum;
+        const int t = tile.first_token + r / group_, h = kvh * group_ + r % group_;
+        // Causal, up to its own position; from the window's start when there is one.
+        const int n = std::min(n_blocks * bs, batch_.pos_of_token[t] + 1 - p0);
+        const int j0 = std::max(0, attention_start(batch_, batch_.pos_of_token[t]) - p0);
+        if (n <= j0) continue;
+        // The last row reads the most keys: it advances the stream (the others re-read the group from cache).
+        g.ahead = r == n_rows - 1 ? &st.stream : nullptr;
+        const float* qh = q_ + static_cast<std::size_t>(t) * dim_ + static_cast<std::size_t>(h) * head_size_;
+        kt_.attend_group(st.acc.data() + static_cast<std::size_t>(r) * head_size_, &st.max[r], &st.sum[r], qh, g, j0,
+                         n, head_size_, scale_, st.scores.data());
       }
     }
-  };
-  const tbb::blocked_range<int> all(0, static_cast<int>(tiles.size()) * n_kv_heads);
-  tbb::parallel_for(all, attend_items);
+    for (int r = 0; r < n_rows; ++r) {
+      const int t = tile.first_token + r / group_, h = kvh * group_ + r % group_;
+      const float inv_sum = 1.0f / st.sum[r];
+      const float* acc = st.acc.data() + static_cast<std::size_t>(r) * head_size_;
+      float* oh = out_ + static_cast<std::size_t>(t) * dim_ + static_cast<std::size_t>(h) * head_size_;
+      for (int i = 0; i < head_size_; ++i) oh[i] = acc[i] * inv_sum;
+    }
+  }
+
+  const kernel_table& kt_;
+  float* out_;
+  const float* q_;
+  const paged_kv_layer& kv_;
+  const attention_batch& batch_;
+  int n_kv_heads_, head_size_, dim_, group_;
+  float scale_;
+  std::vector<query_tile> tiles_;
+};
+
+}  // namespace
+
+void paged_attention(const kernel_table& kt, float* out, const float* q, const paged_kv_layer& kv,
+                     const attention_batch& batch, int n_heads, int n_kv_heads, int head_size) {
+  // The sequence's blocks are taken kv_group_blocks at a time, at multiples of kv_group_blocks: each
+  // group's K/V is read from memory once for all the tile's tokens and all query heads sharing the kv
+  // head (GQA), and softmax is online per group: rescale what was accumulated by exp(old max - new max),
+  // then add the group's weighted values. Every query row goes through the same groups in the same
+  // order whatever tile or thread it is in, so the result does not depend on the step's composition
+  // (batch invariance); the prefetch stream changes what is in cache, never what is computed.
+  ps_check(kv.head_size == head_size, "paged_attention: the KV layer's head size differs from the model's");
+  const attention_items items(kt, out, q, kv, batch, n_heads, n_kv_heads, head_size);
+  tbb::parallel_for(tbb::blocked_range<int>(0, items.size()),
+                    [&](const tbb::blocked_range<int>& range) { items.attend(range); });
 }
 
 }  // namespace pagedserve::kernels::ops
