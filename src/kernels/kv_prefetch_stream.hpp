@@ -22,13 +22,24 @@ struct kv_prefetch_stream {
   // Lines kept in flight ahead of the reads: enough to cover memory latency at one core's bandwidth.
   static constexpr std::size_t distance_bytes = 16 * 1024;
 
-  std::vector<run> runs;  // per thread, refilled for each range of work items (no allocation once grown)
+  // The runs listed and not yet fully asked for from runs[next_run] on, appended a work item or two
+  // ahead (list()) so a long prefill range never holds all its runs at once; per thread, reused.
+  std::vector<run> runs;
   std::size_t next_run = 0;
   std::uint32_t next_offset = 0;  // bytes of runs[next_run] already asked for
+  std::size_t listed = 0;         // bytes of all runs appended since restart()
   std::size_t issued = 0;         // bytes asked for so far
   std::size_t consumed = 0;       // bytes the kernels reported read
 
-  void restart() { runs.clear(), next_run = 0, next_offset = 0, issued = 0, consumed = 0; }
+  void restart() { runs.clear(), next_run = 0, next_offset = 0, listed = 0, issued = 0, consumed = 0; }
+  void list(const run& r) { runs.push_back(r), listed += r.bytes; }
+  // Whether fewer than twice the distance of listed bytes lie ahead of the reads.
+  bool wants_more() const { return listed < consumed + 2 * distance_bytes; }
+  // Forgets the runs already asked for (the counts stay cumulative).
+  void drop_asked() {
+    runs.erase(runs.begin(), runs.begin() + static_cast<std::ptrdiff_t>(next_run));
+    next_run = 0;
+  }
   // The kernels read `bytes` more of the stream: keep distance_bytes asked for beyond that.
   void advance(std::size_t bytes) {
     consumed += bytes;

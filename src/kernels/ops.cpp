@@ -347,9 +347,9 @@ kv_group kv_group_at(const paged_kv_layer& kv, const std::int32_t* table, int b0
   return g;
 }
 
-// Appends the K/V runs one work item reads to runs, in the order attend_group reads them: per group,
+// Lists the K/V runs one work item reads in stream, in the order attend_group reads them: per group,
 // each block's K (and q8 scales) then each block's V, of the rows up to last_pos.
-void kv_item_runs(std::vector<kv_prefetch_stream::run>& runs, const paged_kv_layer& kv, const std::int32_t* table,
+void kv_item_runs(kv_prefetch_stream& stream, const paged_kv_layer& kv, const std::int32_t* table,
                   int first_block, int last_block, int last_pos, std::size_t head_off) {
   const std::size_t elem = dtype_size(kv.type);
   const bool scaled = kv.type == dtype::i8;
@@ -359,9 +359,9 @@ void kv_item_runs(std::vector<kv_prefetch_stream::run>& runs, const paged_kv_lay
       for (int b = b0; b < end; ++b) {
         const auto rows = static_cast<std::uint32_t>(std::min(kv.block_size, last_pos + 1 - b * kv.block_size));
         const std::size_t off = table[b] * kv.block_stride + head_off;  // elements
-        runs.push_back({static_cast<const std::byte*>(base) + off * elem, static_cast<std::uint32_t>(rows * kv.head_size * elem)});
-        if (scaled) runs.push_back({reinterpret_cast<const std::byte*>(scales + off / kv.head_size),
-                                   static_cast<std::uint32_t>(rows * sizeof(float))});
+        stream.list({static_cast<const std::byte*>(base) + off * elem, static_cast<std::uint32_t>(rows * kv.head_size * elem)});
+        if (scaled) stream.list({reinterpret_cast<const std::byte*>(scales + off / kv.head_size),
+                                 static_cast<std::uint32_t>(rows * sizeof(float))});
       }
   }
 }
@@ -389,13 +389,18 @@ class attention_items {
     static tbb::enumerable_thread_specific<thread_state> states;
     thread_state& st = states.local();
     st.stream.restart();
-    for (int item = items.begin(); item < items.end(); ++item) {
-      const item_span span = span_of(item);
-      kv_item_runs(st.stream.runs, kv_, span.table, span.first_block, span.last_block, span.last_pos, span.head_off);
-    }
-    st.stream.advance(0);
     st.scores.resize(static_cast<std::size_t>((kv_group_blocks * kv_.block_size + 15) / 16 * 16));  // whole zmm
-    for (int item = items.begin(); item < items.end(); ++item) attend_item(item, st);
+    int next_listed = items.begin();
+    for (int item = items.begin(); item < items.end(); ++item) {
+      // This item and the next are listed, and more while the listed bytes ahead are short of the distance.
+      st.stream.drop_asked();
+      for (; next_listed < items.end() && (next_listed <= item + 1 || st.stream.wants_more()); ++next_listed) {
+        const item_span span = span_of(next_listed);
+        kv_item_runs(st.stream, kv_, span.table, span.first_block, span.last_block, span.last_pos, span.head_off);
+      }
+      st.stream.advance(0);
+      attend_item(item, st);
+    }
   }
 
  private:

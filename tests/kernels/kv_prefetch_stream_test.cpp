@@ -1,6 +1,7 @@
 // kv_prefetch_stream's accounting: it keeps distance_bytes asked for beyond what the kernels reported
 // read, never more than a line past that, and walks every run to its end (runs shorter than a line, as
-// q8's scales of a partly filled block, counted by their own bytes, so the distance does not drift).
+// q8's scales of a partly filled block, counted by their own bytes, so the distance does not drift),
+// also when the runs are listed in parts and those already asked for are dropped in between.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -20,11 +21,20 @@ TEST(kv_prefetch_stream, stays_the_distance_ahead_of_the_reads_and_ends_with_the
   for (int pass = 0; pass < 2; ++pass) {  // the second pass after restart(), as each range of work items
     stream.restart();
     at = 0, total = 0;
-    for (std::uint32_t bytes : sizes) {
-      stream.runs.push_back({pool.data() + at, bytes});
-      at += 8192, total += bytes;
-    }
+    // Listed in two parts, the first runs asked for dropped in between, as paged_attention lists items.
+    const auto list = [&](std::size_t from, std::size_t to) {
+      for (std::size_t i = from; i < to; ++i) {
+        stream.list({pool.data() + at, sizes[i]});
+        at += 8192, total += sizes[i];
+      }
+    };
+    list(0, 5);
+    stream.advance(0);
+    stream.drop_asked();
+    EXPECT_TRUE(stream.wants_more());
+    list(5, sizes.size());
     ASSERT_LT(kv_prefetch_stream::distance_bytes, total);
+    ASSERT_EQ(stream.listed, total);
     stream.advance(0);
     EXPECT_GE(stream.issued, kv_prefetch_stream::distance_bytes);
     EXPECT_LT(stream.issued, kv_prefetch_stream::distance_bytes + 64);
@@ -39,7 +49,7 @@ TEST(kv_prefetch_stream, stays_the_distance_ahead_of_the_reads_and_ends_with_the
       ASSERT_LE(stream.issued, total);
     }
     EXPECT_EQ(stream.issued, total);
-    EXPECT_EQ(stream.next_run, sizes.size());
+    EXPECT_EQ(stream.next_run, stream.runs.size());
   }
 }
 
