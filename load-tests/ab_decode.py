@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A/B of two bench_decode binaries in one run (docs/roofline.md): the binaries alternate, ROUNDS times,
 so both see the same drift of this shared machine; per case it prints the best tok/s of each, the
-per-round ratios (their spread says how much the figures can be trusted), the roofline counters of
-the best runs, and the load average during the runs.
+per-round ratios (their spread says how much the figures can be trusted), the roofline counters and
+attention's share (ms_attention, GB/s_attention) of the best runs, and the load average during the runs.
 
   load-tests/ab_decode.py 3 's110m/int8(/kv_f16)?/streams:(1|16|64)' OLD/bench_decode NEW/bench_decode
 
@@ -45,14 +45,17 @@ def main():
         for case in this_round["old"].keys() & this_round["new"].keys():
             ratios[case].append(this_round["new"][case]["tok/s"] / this_round["old"][case]["tok/s"])
     print(f"load average (1 min) during the runs: {min(loads):.1f} .. {max(loads):.1f}")
-    print(f"{'case':36} {'old tok/s':>9} {'new tok/s':>9} {'old roof':>8} {'new roof':>8} {'new bound':>9}  new/old per round")
+    print(f"{'case':36} {'old tok/s':>9} {'new tok/s':>9} {'old roof':>8} {'new roof':>8} {'new bound':>9} "
+          f"{'old ms_att':>10} {'new ms_att':>10} {'old GB/s_att':>12} {'new GB/s_att':>12}  new/old per round")
     for case, sides in best.items():
         o, n = sides.get("old"), sides.get("new")
         if not o or not n:
             continue
         per_round = " ".join(f"{x:.2f}" for x in ratios[case])
+        nan = float("nan")
         print(f"{case:36} {o['tok/s']:9.1f} {n['tok/s']:9.1f} {o['roofline']:8.3f} {n['roofline']:8.3f} "
-              f"{n.get('bound', float('nan')):9.3f}  {per_round}")
+              f"{n.get('bound', nan):9.3f} {o.get('ms_attention', nan):10.2f} {n.get('ms_attention', nan):10.2f} "
+              f"{o.get('GB/s_attention', nan):12.1f} {n.get('GB/s_attention', nan):12.1f}  {per_round}")
 
 
 if __name__ == "__main__":

@@ -1,15 +1,18 @@
 // ops::paged_attention against reference::paged_attention (the scalar two-pass loop, run in the same
 // process as the baseline) on s110m's heads (12 x 64, no GQA) and TinyLlama's (32 query heads over 4
-// kv heads x 64): decode steps of 16 sequences, and one prefill chunk deep in a long prompt.
+// kv heads x 64): decode steps of 1 and 16 sequences at the server's context (165 positions, as
+// bench_decode's 101..228 cycle) and at 512, and one prefill chunk deep in a long prompt.
 // Reports GFLOP/s (QK and AV: 4 FLOPs per head element per attended position), the K/V bytes a step
 // must read at least once (every attended block of every kv head) per second, and ratio_vs_reference.
-// Each table also runs over an fp16 K/V pool (…/f16, ratio_vs_f32 against the same table's fp32 run).
-// Iterations walk four layers' pools in turn, as a decode step walks the layers, so the K/V comes
-// from memory as in the server, not from a last-level cache that would hold one fp16 layer.
+// Each table also runs over fp16 and q8 pools (…/f16, …/q8; ratio_vs_f32 against the same table's fp32
+// run). The K/V lives in a real kv_cache (huge pages, the server's layout, sequences' blocks shuffled
+// through the pool), and iterations walk enough layers (>= 128 MB) that K/V comes from memory as in a
+// decode step, not from the last-level cache.
 //
-//   ./build/load-tests/bench_attention
+//   ./build/load-tests/bench_attention --benchmark_filter=ctx165
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <numeric>
@@ -17,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "kv/kv_cache.hpp"
 #include "pagedserve/kernels.hpp"
 #include "pagedserve/weight.hpp"
 
@@ -31,6 +35,10 @@ struct attention_case {
 };
 
 constexpr attention_case cases[] = {
+    {"s110m_decode1_ctx165", 12, 12, 64, 1, 165, 1},
+    {"s110m_decode16_ctx165", 12, 12, 64, 16, 165, 1},
+    {"tinyllama_decode1_ctx165", 32, 4, 64, 1, 165, 1},
+    {"tinyllama_decode16_ctx165", 32, 4, 64, 16, 165, 1},
     {"s110m_decode16_ctx512", 12, 12, 64, 16, 512, 1},
     {"tinyllama_decode16_ctx512", 32, 4, 64, 16, 512, 1},
     {"s110m_prefill64_at_ctx2048", 12, 12, 64, 1, 2048, 64},
@@ -43,21 +51,24 @@ std::map<std::string, double>& baseline_seconds() {  // "<case>" (the reference)
 }
 
 void bench(benchmark::State& state, attention_case c, const kernel_table* kt, pagedserve::dtype kv_type) {
-  constexpr int n_layers = 4;
   constexpr int block_size = 16;
   const int kv_dim = c.n_kv_heads * c.head_size, dim = c.n_heads * c.head_size;
   const int blocks_per_seq = (c.context + block_size - 1) / block_size;
-  const std::size_t block_stride = static_cast<std::size_t>(block_size) * kv_dim;
+  const int n_blocks = c.n_seqs * blocks_per_seq;
+  const std::size_t layer_f32_bytes = 2 * sizeof(float) * static_cast<std::size_t>(n_blocks) * block_size * kv_dim;
+  const int n_layers = static_cast<int>(std::max<std::size_t>(4, (std::size_t{128} << 20) / layer_f32_bytes + 1));
+  const pagedserve::kv_cache cache(n_layers, n_blocks, block_size, c.n_kv_heads, c.head_size, kv_type);
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  const std::size_t layer_elements = static_cast<std::size_t>(c.n_seqs) * blocks_per_seq * block_stride;
-  std::vector<float> k(n_layers * layer_elements), v(k.size());
-  for (float& f : k) f = dist(rng);
-  for (float& f : v) f = dist(rng);
-  std::vector<std::uint16_t> k16, v16;
-  for (float f : k) k16.push_back(pagedserve::f32_to_f16(f));
-  for (float f : v) v16.push_back(pagedserve::f32_to_f16(f));
-  std::vector<std::int32_t> tables(static_cast<std::size_t>(c.n_seqs) * blocks_per_seq);
+  std::vector<float> key(kv_dim), value(kv_dim);
+  const kernel_table& store_table = kt ? *kt : *kernel_tables_supported().front();
+  for (int l = 0; l < n_layers; ++l)
+    for (int slot = 0; slot < n_blocks * block_size; ++slot) {
+      for (float& f : key) f = dist(rng);
+      for (float& f : value) f = dist(rng);
+      cache.store(store_table, l, slot, key.data(), value.data());
+    }
+  std::vector<std::int32_t> tables(n_blocks);
   std::iota(tables.begin(), tables.end(), 0);
   std::shuffle(tables.begin(), tables.end(), rng);
   std::vector<std::int32_t> offsets, seq_of, pos_of;
@@ -72,12 +83,7 @@ void bench(benchmark::State& state, attention_case c, const kernel_table* kt, pa
   std::vector<float> q(static_cast<std::size_t>(n_tokens) * dim), out(q.size());
   for (float& f : q) f = dist(rng);
   std::vector<paged_kv_layer> layers;
-  for (std::size_t l = 0; l < n_layers; ++l)
-    layers.push_back(kv_type == pagedserve::dtype::f16
-                         ? paged_kv_layer{k16.data() + l * layer_elements, v16.data() + l * layer_elements, block_stride,
-                                          block_size, c.head_size, pagedserve::dtype::f16}
-                         : paged_kv_layer{k.data() + l * layer_elements, v.data() + l * layer_elements, block_stride,
-                                          block_size, c.head_size});
+  for (int l = 0; l < n_layers; ++l) layers.push_back(cache.layer(l));
   const attention_batch batch{seq_of.data(), pos_of.data(), tables.data(), offsets.data(), n_tokens, c.context};
 
   std::size_t layer = 0;
@@ -93,7 +99,8 @@ void bench(benchmark::State& state, attention_case c, const kernel_table* kt, pa
   double positions = 0;
   for (int p : pos_of) positions += p + 1;
   const double flops = 4.0 * positions * c.n_heads * c.head_size;
-  const double kv_bytes = 2.0 * c.n_seqs * c.context * kv_dim * pagedserve::dtype_size(kv_type);
+  const double kv_bytes = static_cast<double>(c.n_seqs) * c.context *
+                          pagedserve::kv_cache::bytes_per_token(1, c.n_kv_heads, c.head_size, kv_type);
   state.counters["GFLOP/s"] = flops / seconds / 1e9;
   state.counters["KV_GB/s"] = kv_bytes / seconds / 1e9;
   const std::string name = kt ? std::string(c.name) + "/" + std::string(isa_name(kt->which)) : std::string(c.name);
@@ -101,7 +108,7 @@ void bench(benchmark::State& state, attention_case c, const kernel_table* kt, pa
   else if (auto it = baseline_seconds().find(c.name); it != baseline_seconds().end())
     state.counters["ratio_vs_reference"] = it->second / seconds;
   if (kt && kv_type == pagedserve::dtype::f32) baseline_seconds()[name] = seconds;
-  if (kt && kv_type == pagedserve::dtype::f16)
+  if (kt && kv_type != pagedserve::dtype::f32)
     if (auto it = baseline_seconds().find(name); it != baseline_seconds().end())
       state.counters["ratio_vs_f32"] = it->second / seconds;
 }
@@ -114,6 +121,8 @@ const bool registered = [] {
       const std::string name = std::string(c.name) + "/" + std::string(isa_name(kt->which));
       benchmark::RegisterBenchmark(name.c_str(), bench, c, kt, pagedserve::dtype::f32)->Unit(benchmark::kMillisecond);
       benchmark::RegisterBenchmark((name + "/f16").c_str(), bench, c, kt, pagedserve::dtype::f16)
+          ->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark((name + "/q8").c_str(), bench, c, kt, pagedserve::dtype::i8)
           ->Unit(benchmark::kMillisecond);
     }
   }

@@ -43,6 +43,8 @@ std::string_view isa_name(isa v);
 // Blocks per softmax step of paged attention (kernel_table::attend_group): 8 blocks of 16 keys.
 constexpr int kv_group_blocks = 8;
 
+struct kv_prefetch_stream;  // src/kernels/kv_prefetch_stream.hpp
+
 // One kv head's keys and values over up to kv_group_blocks consecutive blocks of a sequence: the
 // start of the head's run in each block (block_size rows of head_size elements, fp32, fp16 or int8
 // by type), and for int8 each row's scale.
@@ -53,6 +55,8 @@ struct kv_group {
   const float* v_scales[kv_group_blocks] = {};
   int block_size = 0;
   dtype type = dtype::f32;
+  // When set, attend_group advances it by the bytes it reads (prefetching the thread's next K/V).
+  kv_prefetch_stream* ahead = nullptr;
 };
 
 struct kernel_table {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kv_prefetch_stream.hpp"
 #include "pagedserve/kernels.hpp"
 
 namespace pagedserve::kernels {
@@ -30,9 +31,11 @@ template <class KV, auto dot, auto axpy>
 void attend_group_generic(float* acc, float* row_max, float* row_sum, const float* q, const kv_group& g, int j0, int n,
                           int head_size, float scale, float* scores) {
   constexpr bool scaled = std::is_same_v<KV, std::int8_t>;  // the q8 cache: one scale per row
+  const std::size_t row_bytes = kv_group_row_bytes(g, head_size);
   float group_max = -INFINITY;
   kv_group_cursor at(g, j0);
   for (int j = j0; j < n; ++j, at.next(g)) {
+    if (g.ahead) g.ahead->advance(row_bytes);
     float s = dot(q, at.row<KV>(g.k, head_size), head_size);
     if constexpr (scaled) s *= g.k_scales[at.block][at.slot];
     scores[j] = s * scale;
@@ -47,6 +50,7 @@ void attend_group_generic(float* acc, float* row_max, float* row_sum, const floa
   }
   at = kv_group_cursor(g, j0);
   for (int j = j0; j < n; ++j, at.next(g)) {
+    if (g.ahead) g.ahead->advance(row_bytes);
     const float w = std::exp(scores[j] - new_max);
     *row_sum += w;
     if constexpr (scaled)

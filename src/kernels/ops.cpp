@@ -2,6 +2,7 @@
 // selected table's serial inner loops on each piece. The split never changes how an output element
 // is reduced, so results are identical for any grain or thread count.
 #include <tbb/enumerable_thread_specific.h>
+#include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
@@ -9,9 +10,11 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "block_activations.hpp"
+#include "kv_prefetch_stream.hpp"
 #include "pagedserve/check.hpp"
 #include "model/ggml_blocks.hpp"
 #include "pagedserve/kernels.hpp"
@@ -309,8 +312,9 @@ struct query_tile {
   int n_tokens = 0;
 };
 
-std::vector<query_tile> query_tiles(const attention_batch& batch, int max_tile) {
-  std::vector<query_tile> tiles;
+// Refills tiles with the batch's tiles of up to max_tile tokens.
+void query_tiles(std::vector<query_tile>& tiles, const attention_batch& batch, int max_tile) {
+  tiles.clear();
   for (int t = 0; t < batch.n_tokens; ++t) {
     if (!tiles.empty()) {
       query_tile& last = tiles.back();
@@ -322,7 +326,6 @@ std::vector<query_tile> query_tiles(const attention_batch& batch, int max_tile) 
     }
     tiles.push_back({t, 1});
   }
-  return tiles;
 }
 
 }  // namespace
@@ -344,87 +347,142 @@ kv_group kv_group_at(const paged_kv_layer& kv, const std::int32_t* table, int b0
   return g;
 }
 
-// Asks for a group's K/V runs (and scales) into L2 while the previous group is computed: the runs are
-// short and scattered (one per block), so the hardware prefetcher stops at each block's end.
-void kv_group_prefetch(const kv_group& g, int n_blocks, int head_size) {
-  const std::size_t run = static_cast<std::size_t>(g.block_size) * head_size * dtype_size(g.type);
-  for (int i = 0; i < n_blocks; ++i) {
-    for (std::size_t o = 0; o < run; o += 64) {
-      __builtin_prefetch(static_cast<const std::byte*>(g.k[i]) + o, 0, 2);
-      __builtin_prefetch(static_cast<const std::byte*>(g.v[i]) + o, 0, 2);
-    }
-    if (g.type == dtype::i8) __builtin_prefetch(g.k_scales[i], 0, 2), __builtin_prefetch(g.v_scales[i], 0, 2);
+// Lists the K/V runs one work item reads in stream, in the order attend_group reads them: per group,
+// each block's K (and q8 scales) then each block's V, of the rows up to last_pos.
+void kv_item_runs(kv_prefetch_stream& stream, const paged_kv_layer& kv, const std::int32_t* table,
+                  int first_block, int last_block, int last_pos, std::size_t head_off) {
+  const std::size_t elem = dtype_size(kv.type);
+  const bool scaled = kv.type == dtype::i8;
+  for (int b0 = first_block; b0 <= last_block; b0 += kv_group_blocks) {
+    const int end = std::min(b0 + kv_group_blocks, last_block + 1);
+    for (const auto& [base, scales] : {std::pair{kv.k_base, kv.k_scales}, std::pair{kv.v_base, kv.v_scales}})
+      for (int b = b0; b < end; ++b) {
+        const auto rows = static_cast<std::uint32_t>(std::min(kv.block_size, last_pos + 1 - b * kv.block_size));
+        const std::size_t off = table[b] * kv.block_stride + head_off;  // elements
+        stream.list({static_cast<const std::byte*>(base) + off * elem, static_cast<std::uint32_t>(rows * kv.head_size * elem)});
+        if (scaled) stream.list({reinterpret_cast<const std::byte*>(scales + off / kv.head_size),
+                                 static_cast<std::uint32_t>(rows * sizeof(float))});
+      }
   }
 }
 
 }  // namespace
 
-void paged_attention(const kernel_table& kt, float* out, const float* q, const paged_kv_layer& kv,
-                     const attention_batch& batch, int n_heads, int n_kv_heads, int head_size) {
-  // Work item: (tile of up to 8 tokens of one sequence, kv head), in parallel. The sequence's blocks
-  // are taken kv_group_blocks at a time, at multiples of kv_group_blocks: each group's K/V is read from
-  // memory once for all the tile's tokens and all query heads sharing the kv head (GQA), the next
-  // group is prefetched meanwhile, and softmax is online per group: rescale what was accumulated by
-  // exp(old max - new max), then add the group's weighted values. Every query row goes through the
-  // same groups in the same order whatever tile or thread it is in, so the result does not depend
-  // on the step's composition (batch invariance).
-  ps_check(kv.head_size == head_size, "paged_attention: the KV layer's head size differs from the model's");
-  constexpr int max_tile = 8;
-  const int dim = n_heads * head_size;
-  const int group = n_heads / n_kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_size));
-  const int bs = kv.block_size;
-  const std::vector<query_tile> tiles = query_tiles(batch, max_tile);
-  struct row_state {
+namespace {
+
+// One paged_attention call's work items, (tile of up to 8 tokens of one sequence, kv head), and what
+// attending them reads and writes. A range of items is attended on one thread through one
+// kv_prefetch_stream: its K/V runs, in reading order across groups and items, prefetched a fixed
+// distance ahead of the kernels.
+class attention_items {
+ public:
+  attention_items(const kernel_table& kt, float* out, const float* q, const paged_kv_layer& kv,
+                  const attention_batch& batch, int n_heads, int n_kv_heads, int head_size)
+      : kt_(kt), out_(out), q_(q), kv_(kv), batch_(batch), n_kv_heads_(n_kv_heads), head_size_(head_size),
+        dim_(n_heads * head_size), group_(n_heads / n_kv_heads),
+        scale_(1.0f / std::sqrt(static_cast<float>(head_size))) {
+    query_tiles(tiles_, batch, max_tile);  // one small allocation per layer, against a layer's 50+ us
+  }
+  int size() const { return static_cast<int>(tiles_.size()) * n_kv_heads_; }
+
+  void attend(const tbb::blocked_range<int>& items) const {
+    static tbb::enumerable_thread_specific<thread_state> states;
+    thread_state& st = states.local();
+    st.stream.restart();
+    st.scores.resize(static_cast<std::size_t>((kv_group_blocks * kv_.block_size + 15) / 16 * 16));  // whole zmm
+    int next_listed = items.begin();
+    for (int item = items.begin(); item < items.end(); ++item) {
+      // This item and the next are listed, and more while the listed bytes ahead are short of the distance.
+      st.stream.drop_asked();
+      for (; next_listed < items.end() && (next_listed <= item + 1 || st.stream.wants_more()); ++next_listed) {
+        const item_span span = span_of(next_listed);
+        kv_item_runs(st.stream, kv_, span.table, span.first_block, span.last_block, span.last_pos, span.head_off);
+      }
+      st.stream.advance(0);
+      attend_item(item, st);
+    }
+  }
+
+ private:
+  static constexpr int max_tile = 8;
+  struct thread_state {
     std::vector<float> acc, max, sum, scores;
+    kv_prefetch_stream stream;
   };
-  static tbb::enumerable_thread_specific<row_state> states;
-  tbb::parallel_for(0, static_cast<int>(tiles.size()) * n_kv_heads, [&](int item) {
-    const query_tile tile = tiles[item / n_kv_heads];
-    const int kvh = item % n_kv_heads;
-    const int n_rows = tile.n_tokens * group;  // row r: token first + r / group, head kvh * group + r % group
-    row_state& st = states.local();
-    st.acc.assign(static_cast<std::size_t>(n_rows) * head_size, 0.0f);
+  struct item_span {  // one work item's blocks
+    const std::int32_t* table;
+    int first_block, last_block, last_pos;
+    std::size_t head_off;
+  };
+
+  item_span span_of(int item) const {
+    const query_tile tile = tiles_[item / n_kv_heads_];
+    const int bs = kv_.block_size;
+    const int last_pos = batch_.pos_of_token[tile.first_token + tile.n_tokens - 1];
+    const int first_start = attention_start(batch_, batch_.pos_of_token[tile.first_token]);
+    return item_span{batch_.block_tables + batch_.seq_block_offset[batch_.seq_of_token[tile.first_token]],
+                     first_start / bs / kv_group_blocks * kv_group_blocks, last_pos / bs, last_pos,
+                     kv_.head_offset(item % n_kv_heads_, 0)};
+  }
+
+  void attend_item(int item, thread_state& st) const {
+    const query_tile tile = tiles_[item / n_kv_heads_];
+    const int kvh = item % n_kv_heads_, bs = kv_.block_size;
+    const int n_rows = tile.n_tokens * group_;  // row r: token first + r / group, head kvh * group + r % group
+    st.acc.assign(static_cast<std::size_t>(n_rows) * head_size_, 0.0f);
     st.max.assign(n_rows, -INFINITY);
     st.sum.assign(n_rows, 0.0f);
-    st.scores.resize(static_cast<std::size_t>((kv_group_blocks * bs + 15) / 16 * 16));  // whole zmm at the end
-    const int seq = batch.seq_of_token[tile.first_token];
-    const std::int32_t* table = batch.block_tables + batch.seq_block_offset[seq];
-    const int last_block = batch.pos_of_token[tile.first_token + tile.n_tokens - 1] / bs;
-    const int first_start = attention_start(batch, batch.pos_of_token[tile.first_token]);
-    const std::size_t head_off = kv.head_offset(kvh, 0);
-    const auto group_blocks = [&](int b0) { return std::min(kv_group_blocks, last_block + 1 - b0); };
-    int b0 = first_start / bs / kv_group_blocks * kv_group_blocks;
-    kv_group g = kv_group_at(kv, table, b0, group_blocks(b0), head_off);
-    kv_group_prefetch(g, group_blocks(b0), head_size);
-    for (; b0 <= last_block; b0 += kv_group_blocks) {
-      const int next = b0 + kv_group_blocks;
-      kv_group g_next;
-      if (next <= last_block) {
-        g_next = kv_group_at(kv, table, next, group_blocks(next), head_off);
-        kv_group_prefetch(g_next, group_blocks(next), head_size);
-      }
+    const item_span span = span_of(item);
+    for (int b0 = span.first_block; b0 <= span.last_block; b0 += kv_group_blocks) {
+      const int n_blocks = std::min(kv_group_blocks, span.last_block + 1 - b0);
+      kv_group g = kv_group_at(kv_, span.table, b0, n_blocks, span.head_off);
       const int p0 = b0 * bs;
       for (int r = 0; r < n_rows; ++r) {
-        const int t = tile.first_token + r / group, h = kvh * group + r % group;
+        const int t = tile.first_token + r / group_, h = kvh * group_ + r % group_;
         // Causal, up to its own position; from the window's start when there is one.
-        const int n = std::min(group_blocks(b0) * bs, batch.pos_of_token[t] + 1 - p0);
-        const int j0 = std::max(0, attention_start(batch, batch.pos_of_token[t]) - p0);
+        const int n = std::min(n_blocks * bs, batch_.pos_of_token[t] + 1 - p0);
+        const int j0 = std::max(0, attention_start(batch_, batch_.pos_of_token[t]) - p0);
         if (n <= j0) continue;
-        const float* qh = q + static_cast<std::size_t>(t) * dim + static_cast<std::size_t>(h) * head_size;
-        kt.attend_group(st.acc.data() + static_cast<std::size_t>(r) * head_size, &st.max[r], &st.sum[r], qh, g, j0, n,
-                        head_size, scale, st.scores.data());
+        // The last row reads the most keys: it advances the stream (the others re-read the group from cache).
+        g.ahead = r == n_rows - 1 ? &st.stream : nullptr;
+        const float* qh = q_ + static_cast<std::size_t>(t) * dim_ + static_cast<std::size_t>(h) * head_size_;
+        kt_.attend_group(st.acc.data() + static_cast<std::size_t>(r) * head_size_, &st.max[r], &st.sum[r], qh, g, j0,
+                         n, head_size_, scale_, st.scores.data());
       }
-      g = g_next;
     }
     for (int r = 0; r < n_rows; ++r) {
-      const int t = tile.first_token + r / group, h = kvh * group + r % group;
+      const int t = tile.first_token + r / group_, h = kvh * group_ + r % group_;
       const float inv_sum = 1.0f / st.sum[r];
-      const float* acc = st.acc.data() + static_cast<std::size_t>(r) * head_size;
-      float* oh = out + static_cast<std::size_t>(t) * dim + static_cast<std::size_t>(h) * head_size;
-      for (int i = 0; i < head_size; ++i) oh[i] = acc[i] * inv_sum;
+      const float* acc = st.acc.data() + static_cast<std::size_t>(r) * head_size_;
+      float* oh = out_ + static_cast<std::size_t>(t) * dim_ + static_cast<std::size_t>(h) * head_size_;
+      for (int i = 0; i < head_size_; ++i) oh[i] = acc[i] * inv_sum;
     }
-  });
+  }
+
+  const kernel_table& kt_;
+  float* out_;
+  const float* q_;
+  const paged_kv_layer& kv_;
+  const attention_batch& batch_;
+  int n_kv_heads_, head_size_, dim_, group_;
+  float scale_;
+  std::vector<query_tile> tiles_;
+};
+
+}  // namespace
+
+void paged_attention(const kernel_table& kt, float* out, const float* q, const paged_kv_layer& kv,
+                     const attention_batch& batch, int n_heads, int n_kv_heads, int head_size) {
+  // The sequence's blocks are taken kv_group_blocks at a time, at multiples of kv_group_blocks: each
+  // group's K/V is read from memory once for all the tile's tokens and all query heads sharing the kv
+  // head (GQA), and softmax is online per group: rescale what was accumulated by exp(old max - new max),
+  // then add the group's weighted values. Every query row goes through the same groups in the same
+  // order whatever tile or thread it is in, so the result does not depend on the step's composition
+  // (batch invariance); the prefetch stream changes what is in cache, never what is computed.
+  ps_check(kv.head_size == head_size, "paged_attention: the KV layer's head size differs from the model's");
+  const attention_items items(kt, out, q, kv, batch, n_heads, n_kv_heads, head_size);
+  tbb::parallel_for(tbb::blocked_range<int>(0, items.size()),
+                    [&](const tbb::blocked_range<int>& range) { items.attend(range); });
 }
 
 }  // namespace pagedserve::kernels::ops

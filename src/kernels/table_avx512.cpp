@@ -332,6 +332,7 @@ void attend_group_registers(float* acc, float* row_max, float* row_sum, const fl
   using elem = typename L::elem;
   constexpr bool scaled = std::is_same_v<elem, std::int8_t>;
   constexpr int head_size = 16 * NV;  // also the distance between a head's keys (values) in a block
+  constexpr std::size_t row_bytes = head_size * sizeof(elem) + (scaled ? sizeof(float) : 0);
   __m512 qv[NV], a[NV];
 #pragma GCC unroll 16
   for (int c = 0; c < NV; ++c) qv[c] = _mm512_loadu_ps(q + 16 * c);
@@ -339,6 +340,7 @@ void attend_group_registers(float* acc, float* row_max, float* row_sum, const fl
   kv_group_cursor at(g, j0);
   for (int jb = j0; jb < n; jb += 16) {
     const int count = std::min(16, n - jb);
+    if (g.ahead) g.ahead->advance(count * row_bytes);
     __m512 p[16];
     alignas(64) float k_scale[16];
 #pragma GCC unroll 16
@@ -382,6 +384,7 @@ void attend_group_registers(float* acc, float* row_max, float* row_sum, const fl
   *row_sum += reduce16(w_sum);
   at = kv_group_cursor(g, j0);
   for (int j = j0; j < n; ++j, at.next(g)) {
+    if (g.ahead) g.ahead->advance(row_bytes);
     float wj = scores[j];
     if constexpr (scaled) wj *= g.v_scales[at.block][at.slot];
     const __m512 w = _mm512_set1_ps(wj);
