@@ -7,7 +7,7 @@
 // vpmulld scales by the row's scale of that group (the 16 rows' scales unpacked together: q3_k's all 16
 // once per super-block, q2_k's one group at a time).
 // q2_k: weights 0..3, 4-bit scales and mins; the mins meet the token's sums per 16 as 16-bit pairs in
-// vpdpwssd (q2_k_min_pairs), as q4_k's do. q3_k: the hmask bit (one vptestmb per 64 weights) makes the
+// vpdpwssd (panel_q2_k::token_extras), as q4_k's do. q3_k: the hmask bit (one vptestmb per 64 weights) makes the
 // weights 0..7 = the file's -4..3 plus 4; -4 x the token's group sum starts each group's sum, so it is the
 // signed dot the row kernel computes; 6-bit signed scales (minus 32).
 // fp32: per row, acc += float(isum) * (d * y.d) (q2_k also acc_min += float(imin) * (dmin * y.d), then
@@ -51,7 +51,7 @@ struct panel_q2_k {
     return _mm512_and_si512(_mm512_srli_epi32(run, 8 * (g % 4)), _mm512_set1_epi32(0xF));
   }
   static __m512i chain_start(const std::int32_t*, int) { return _mm512_setzero_si512(); }
-  static void token_extras(std::int32_t* extra, const act_block256& y);  // q2_k_min_pairs
+  static void token_extras(std::int32_t* extra, const act_block256& y);  // the mins' activation pairs
 };
 
 // q3_k's panel block (1760 bytes): d at 2i; the 12 packed scale bytes at 32 + 64s + 4i (s < 3); hmask
@@ -80,11 +80,11 @@ struct panel_q3_k {
     return _mm512_srai_epi32(_mm512_slli_epi32(s[g / 4], 24 - 8 * (g % 4)), 24);
   }
   static __m512i chain_start(const std::int32_t* minus_offset, int g) { return _mm512_set1_epi32(minus_offset[g]); }
-  static void token_extras(std::int32_t* extra, const act_block256& y);  // q3_k_group_offsets
+  static void token_extras(std::int32_t* extra, const act_block256& y);  // -4 x the group sums
 };
 
 // sums[t * 16 + r] = row r of the panel · token t's activations y[t], t < n_t; extra[t] holds token t's
-// F::extra_per_block values per super-block (q2_k_min_pairs, q3_k_group_offsets).
+// F::extra_per_block values per super-block (F::token_extras).
 template <class F, int n_t>
 void q23_k_panel_dot(float* sums, const std::byte* panel, const act_block256* const* y,
                      const std::int32_t* const* extra, int nb) {
@@ -166,17 +166,15 @@ constexpr q23_k_panel_fn q23_k_panel_kernels[q23_k_panel_tokens] = {q23_k_panel_
 
 // q2_k: extra[(t * nb + b) * 8 + 2s + e] = token t's sums over groups (4s + e, 4s + e + 2) of super-block
 // b as two 16-bit halves: the partners of the mins' pairs in q23_k_panel_dot.
-inline void q2_k_min_pairs(std::int32_t* extra, const act_block256& y) {
+inline void panel_q2_k::token_extras(std::int32_t* extra, const act_block256& y) {
   const auto half = [&](int g) { return static_cast<std::uint32_t>(static_cast<std::uint16_t>(y.bsums[g])); };
   for (int s = 0; s < 4; ++s)
     for (int e = 0; e < 2; ++e) extra[2 * s + e] = static_cast<std::int32_t>(half(4 * s + e + 2) << 16 | half(4 * s + e));
 }
 // q3_k: extra[(t * nb + b) * 16 + g] = -4 x token t's sum over group g of super-block b.
-inline void q3_k_group_offsets(std::int32_t* extra, const act_block256& y) {
+inline void panel_q3_k::token_extras(std::int32_t* extra, const act_block256& y) {
   for (int g = 0; g < 16; ++g) extra[g] = -4 * y.bsums[g];
 }
-inline void panel_q2_k::token_extras(std::int32_t* extra, const act_block256& y) { q2_k_min_pairs(extra, y); }
-inline void panel_q3_k::token_extras(std::int32_t* extra, const act_block256& y) { q3_k_group_offsets(extra, y); }
 
 // kernel_table::matmul_blocks for a panel-packed q2_k or q3_k w (or q6_k: block_panel_q6_k.hpp gives
 // its panel_q6_k and q23_k_panel_kernels<panel_q6_k>): every panel touching [o_begin, o_end), all of its
