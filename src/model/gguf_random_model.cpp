@@ -13,7 +13,7 @@ namespace {
 class random_tensors {
  public:
   random_tensors(gguf_writer& w, const model_config& c, const gguf_recipe& r, std::uint64_t seed)
-      : w_(w), recipe_(r), shape_{c.n_layers, c.n_heads / c.n_kv_heads, c.shared_classifier}, seed_(seed) {}
+      : w_(w), recipe_(r), shape_(gguf_recipe_model_of(c)), seed_(seed) {}
 
   // ne fastest first: a [rows, cols] matrix is {cols, rows}.
   void add(const std::string& name, std::vector<std::uint64_t> ne) {

@@ -158,7 +158,8 @@ void gguf_add_spec_tensors_typed(gguf_writer& w, const arch_spec& s, const tenso
 
 // Each tensor stored as the recipe picks (llama.cpp's mixes: the router and norms stay F32).
 inline void gguf_add_spec_tensors(gguf_writer& w, const arch_spec& s, const tensor_map& t, const gguf_recipe& recipe) {
-  const gguf_recipe_model shape{s.layers, s.heads / s.kv_heads, s.tied};
+  const gguf_recipe_model shape{.n_layers = s.layers, .n_gqa = s.heads / s.kv_heads, .tied_embeddings = s.tied,
+                                 .n_experts = s.experts};
   gguf_add_spec_tensors_typed(w, s, t, [&](const std::string& name, const std::vector<std::uint64_t>& ne) {
     return gguf_recipe_type(recipe, shape, name, ne);
   });
