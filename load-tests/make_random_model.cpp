@@ -1,7 +1,8 @@
 // make-random-model: writes a random-weight llama2.c checkpoint, the synthetic models of
 // ../shared/anchors/perf.md (same argument order as its gen_llama2c), e.g.
 //   make-random-model s110m.bin 768 2048 12 12 12 32000 1024 0 1
-// or, with --gguf, a GGUF of random valid blocks in one of llama.cpp's mixes, with a byte-fallback
+// or, with --gguf, a GGUF of random valid blocks in one of llama.cpp's mixes (every llama-quantize ftype
+// of the k-quant, legacy and IQ4 families: gguf_recipe.hpp), with a byte-fallback
 // SentencePiece vocabulary so the server can load and serve it (Qwen3-30B-A3B's shape as Q4_K_M, 17 GB,
 // written as it is generated: load-tests/moe_full_size.sh):
 //   make-random-model --gguf q30b.gguf qwen3moe Q4_K_M 2048 6144 48 32 4 128 151936 40960 128 8 768 1 1

@@ -8,8 +8,9 @@
 #
 #   load-tests/quant_vs_llama_cpp.sh                         # the default files below
 #   load-tests/quant_vs_llama_cpp.sh s110m-Q8_0 tinyllama-Q4_0 /path/any.gguf
-# A name SHAPE-TYPE (shapes s110m, tinyllama; TYPE any llama-quantize type or mix that
-# build/make-random-model --gguf writes: Q4_K_M, Q4_0, Q8_0, F16, IQ4_XS, pure:q4_K ...) is written once to
+# A name SHAPE-TYPE (shapes s110m, tinyllama; TYPE any llama-quantize ftype, with llama.cpp's per-tensor
+# mix, that build/make-random-model --gguf writes: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q2_K_S Q3_K_S
+# Q3_K_M Q3_K_L Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K IQ4_NL IQ4_XS, or pure:<type>, e.g. pure:q4_K) is written once to
 # $MODEL_DIR (default /work/models-scratch, never into git); a path is used as is.
 # Results: load-tests/results/quant_vs_llama_cpp-<UTC time>.{jsonl,md} (every measurement, the table).
 #

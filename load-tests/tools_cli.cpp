@@ -74,7 +74,8 @@ void gguf_random_define(CLI::App& app, gguf_random_options& o) {
                    if (auto r = gguf_recipe_parse(name)) return *r;
                    return std::unexpected("unknown recipe '" + std::string(name) + "'");
                  },
-                 "llama.cpp's mix: Q4_K_M, Q5_K_M, Q6_K, Q4_0, Q8_0, IQ4_XS, pure:Q4_K ...")
+                 "llama-quantize's ftype: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q2_K_S Q3_K_S Q3_K_M Q3_K_L Q4_K_S "
+                 "Q4_K_M Q5_K_S Q5_K_M Q6_K IQ4_NL IQ4_XS (llama.cpp's per-tensor mix), or pure:<type> (every matrix one type)")
       ->required()
       ->type_name("RECIPE");
   add_size(app, "dim", c.dim, 1, "model width");
