@@ -124,6 +124,11 @@ TEST_P(gguf_mix_load, every_ftype_loads_as_stored_and_decodes_like_its_dequantiz
     auto exact = gguf_model_load(path, {.weights = weight_format::f32});
     ASSERT_TRUE(file && packed && exact) << (!file ? file.error() : !packed ? packed.error() : exact.error());
 
+    // Written as the recipe picks, tensor by tensor.
+    const gguf_recipe_model shape = gguf_recipe_model_of(c);
+    for (const gguf_tensor_info& t : file->tensors())
+      EXPECT_EQ(*dtype_of_ggml_type(t.type), gguf_recipe_type(*gguf_recipe_parse(ftype), shape, t.name, t.ne)) << t.name;
+
     // Loaded as stored: every matrix the file's type (the mix's types, not one), in panels where this
     // CPU's table has them for that type; the f32 load dequantized every one.
     std::vector<std::string> types;

@@ -178,6 +178,17 @@ TEST(gguf_recipe, llama_70b_attn_v_gets_q5_k) {
   EXPECT_FALSE(gguf_recipe_model_of(c).type_70b);
 }
 
+// attn_qkv (fused Q/K/V) is attn_v-like in current llama.cpp: attn_v's rules and counter.
+TEST(gguf_recipe, fused_qkv_takes_attn_vs_rules) {
+  const gguf_recipe_model m{.n_layers = 22, .n_gqa = 8};
+  const ne_t ne = {2048, 2560};
+  EXPECT_EQ(pick("Q4_K_M", m, "blk.0.attn_qkv.weight", ne), q6_k);
+  EXPECT_EQ(pick("Q4_K_M", m, "blk.2.attn_qkv.weight", ne), q4_k);
+  EXPECT_EQ(pick("Q3_K_M", m, "blk.1.attn_qkv.weight", ne), q5_k);
+  EXPECT_EQ(pick("Q3_K_M", m, "blk.2.attn_qkv.weight", ne), q4_k);
+  EXPECT_EQ(pick("Q2_K", m, "blk.9.attn_qkv.weight", ne), q4_k);
+}
+
 // A tied embedding is the classifier: it takes output.weight's rules.
 TEST(gguf_recipe, tied_embedding_takes_the_classifiers_type) {
   const gguf_recipe_model tied{.n_layers = 22, .n_gqa = 8, .tied_embeddings = true};
