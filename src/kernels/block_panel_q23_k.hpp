@@ -6,7 +6,9 @@
 // against the token's matching activations ({1to16} broadcast) give each row its integer dot, which
 // vpmulld scales by the row's scale of that group (the 16 rows' scales unpacked together: q3_k's all 16
 // once per super-block, q2_k's one group at a time).
-// q2_k: weights 0..3, 4-bit scales and mins; the mins meet the token's sums per 16 as 16-bit pairs in
+// q2_k: weights 0..3, 4-bit scales and mins. Field j is masked in place (4^j x the weight: one vpandd, no
+// shift), the group's sum shifted back by 2j (exact) and scaled by vpdpwssd (it fits 16 bits; the scale's
+// upper half is 0) instead of vpmulld + add. The mins meet the token's sums per 16 as 16-bit pairs in
 // vpdpwssd (panel_q2_k::token_extras), as q4_k's do. q3_k: the hmask bit (one vptestmb per 64 weights) makes the
 // weights 0..7 = the file's -4..3 plus 4; -4 x the token's group sum starts each group's sum, so it is the
 // signed dot the row kernel computes; 6-bit signed scales (minus 32).
@@ -112,10 +114,13 @@ void q23_k_panel_dot(float* sums, const std::byte* panel, const act_block256* co
           __m512i w[4];
 #pragma GCC unroll 4
           for (int r = 0; r < 4; ++r) {
-            w[r] = _mm512_and_si512(_mm512_srli_epi16(v[r], 2 * j), low2);
-            if constexpr (F::has_hmask)  // hmask bit 4n + j of the weight's byte: + 4
+            if constexpr (F::has_hmask) {  // hmask bit 4n + j of the weight's byte: + 4
+              w[r] = _mm512_and_si512(_mm512_srli_epi16(v[r], 2 * j), low2);
               w[r] = _mm512_mask_add_epi8(
                   w[r], _mm512_test_epi8_mask(hm[r], _mm512_set1_epi8(static_cast<char>(1 << (4 * n + j)))), w[r], four);
+            } else {  // the field in place: 4^j x the weight, undone on the group's exact sum
+              w[r] = _mm512_and_si512(v[r], _mm512_set1_epi8(static_cast<char>(3 << 2 * j)));
+            }
           }
           const __m512i scale = F::scale(block, group_scales, g);
 #pragma GCC unroll 4
@@ -124,7 +129,11 @@ void q23_k_panel_dot(float* sums, const std::byte* panel, const act_block256* co
             __m512i chain = F::chain_start(extra[t] + F::extra_per_block * b, g);
 #pragma GCC unroll 4
             for (int r = 0; r < 4; ++r) chain = _mm512_dpbusd_epi32(chain, w[r], q23_k_broadcast4(q + 4 * r));
-            isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(chain, scale));
+            if constexpr (F::has_hmask) {
+              isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(chain, scale));
+            } else {  // |chain / 4^j| <= 16 x 3 x 128 fits 16 bits; the scale's upper 16 bits are 0
+              isum[t] = _mm512_dpwssd_epi32(isum[t], _mm512_srai_epi32(chain, 2 * j), scale);
+            }
           }
         }
       }
