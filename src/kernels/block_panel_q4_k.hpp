@@ -87,7 +87,7 @@ void q4_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
         __m512i lo = _mm512_and_si512(v, low4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
         if constexpr (F::has_qh) {
           const __m512i qh = load(F::qh_at + 64 * u), sixteen = _mm512_set1_epi8(16);
-          lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh, _mm512_set1_epi8(static_cast<char>(2 << 2 * c))), lo,
+          lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh, _mm512_set1_epi8(static_cast<char>(1 << 2 * c))), lo,
                                     sixteen);
           hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(qh, _mm512_set1_epi8(static_cast<char>(2 << 2 * c))), hi,
                                     sixteen);
