@@ -3,8 +3,8 @@
 // 64 bytes of qs, 4 bytes of each of the panel's 16 rows, one row per 32-bit element; run k = 8n + 4h + r
 // holds qs bytes 32n + 16h + 4r.. of every row, whose 2-bit fields at shift 2j are weights
 // 128n + 32j + 16h + 4r.. of group g = 8n + 2j + h (16 weights, one scale each). Per group, 4 vpdpbusd
-// against the token's matching activations ({1to16} broadcast) give each row its integer dot, which
-// vpmulld scales by the row's scale of that group (the 16 rows' scales unpacked together: q3_k's all 16
+// against the token's matching activations ({1to16} broadcast) give each row its integer dot, which one
+// vpdpwssd scales by the row's scale of that group (the 16 rows' scales unpacked together: q3_k's all 16
 // once per super-block, q2_k's one group at a time).
 // q2_k: weights 0..3, 4-bit scales and mins. Field j is masked in place (4^j x the weight: one vpandd, no
 // shift), the group's sum shifted back by 2j (exact) and scaled by vpdpwssd (it fits 16 bits; the scale's
