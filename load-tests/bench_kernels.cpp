@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <random>
@@ -143,6 +144,8 @@ void bench_matmul(benchmark::State& state, const kernel_table* kt, dtype type, m
 // super-blocks a row, where per-panel costs show). The matrix is copied until the
 // copies pass 256 MiB and each iteration reads the next copy, so every step streams its weights from
 // DRAM as a real decode does (one 6-12 MB matrix alone would sit in L3 and beat the bandwidth).
+// PAGEDSERVE_BENCH_HOT=1 keeps one copy instead, in cache: the kernel's compute ceiling, which must sit
+// well above the bandwidth for a decode to stream at it (docs/block-kernels-speed.md).
 // The classifier shape runs q6_k only: the classifier's format in llama.cpp's 4-bit and K-quant mixes.
 constexpr int classifier_rows = 32000;
 constexpr matmul_shape block_shapes[] = {{5632, 2048, "w1_tinyllama"}, {2048, 5632, "w2_tinyllama"}, {2048, 768, "w1_s110m"},
@@ -178,7 +181,7 @@ void bench_block_matmul(benchmark::State& state, const kernel_table* kt, dtype t
     block_panels_pack(packed.data(), one.data(), type, shape.n_out, shape.n_in);
     one = std::move(packed);
   }
-  const std::size_t n_copies = ((std::size_t{256} << 20) + one.size() - 1) / one.size();
+  const std::size_t n_copies = std::getenv("PAGEDSERVE_BENCH_HOT") ? 1 : ((std::size_t{256} << 20) + one.size() - 1) / one.size();
   // On huge pages, as the loader keeps the panels (model_pack_block_panels).
   const std::shared_ptr<std::byte> copies_owner = huge_page_buffer(n_copies * one.size());
   std::byte* const copies = copies_owner.get();

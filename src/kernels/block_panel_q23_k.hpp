@@ -3,13 +3,17 @@
 // 64 bytes of qs, 4 bytes of each of the panel's 16 rows, one row per 32-bit element; run k = 8n + 4h + r
 // holds qs bytes 32n + 16h + 4r.. of every row, whose 2-bit fields at shift 2j are weights
 // 128n + 32j + 16h + 4r.. of group g = 8n + 2j + h (16 weights, one scale each). Per group, 4 vpdpbusd
-// against the token's matching activations ({1to16} broadcast) give each row its integer dot, which
-// vpmulld scales by the row's scale of that group (the 16 rows' scales unpacked together: q3_k's all 16
+// against the token's matching activations ({1to16} broadcast) give each row its integer dot, which one
+// vpdpwssd scales by the row's scale of that group (the 16 rows' scales unpacked together: q3_k's all 16
 // once per super-block, q2_k's one group at a time).
-// q2_k: weights 0..3, 4-bit scales and mins; the mins meet the token's sums per 16 as 16-bit pairs in
+// q2_k: weights 0..3, 4-bit scales and mins. Field j is masked in place (4^j x the weight: one vpandd, no
+// shift), the group's sum shifted back by 2j (exact) and scaled by vpdpwssd (it fits 16 bits; the scale's
+// upper half is 0) instead of vpmulld + add. The mins meet the token's sums per 16 as 16-bit pairs in
 // vpdpwssd (panel_q2_k::token_extras), as q4_k's do. q3_k: the hmask bit (one vptestmb per 64 weights) makes the
-// weights 0..7 = the file's -4..3 plus 4; -4 x the token's group sum starts each group's sum, so it is the
-// signed dot the row kernel computes; 6-bit signed scales (minus 32).
+// weights 0..7 = the file's -4..3 plus 4, fields 0-2 in place as q2_k's (field 3 two bits down, so that the
+// + 4 stays in the byte); -4 x the token's group sum starts each group's sum, so it is the signed dot the row
+// kernel computes (times the field's power of 4); 6-bit signed scales (minus 32), met in the upper 16 bits
+// by vpdpwssd (panel_q3_k::scaled_add).
 // fp32: per row, acc += float(isum) * (d * y.d) (q2_k also acc_min += float(imin) * (dmin * y.d), then
 // acc - acc_min) super-block after super-block: one sequence whatever the token count, tile or row range.
 // Included by the avx512_vnni file only.
@@ -51,6 +55,15 @@ struct panel_q2_k {
     return _mm512_and_si512(_mm512_srli_epi32(run, 8 * (g % 4)), _mm512_set1_epi32(0xF));
   }
   static __m512i chain_start(const std::int32_t*, int) { return _mm512_setzero_si512(); }
+  // Field j in place: 4^j x the weight, one vpandd and no shift.
+  static __m512i weight(__m512i v, __m512i, int, int j) {
+    return _mm512_and_si512(v, _mm512_set1_epi8(static_cast<char>(3 << 2 * j)));
+  }
+  // isum + the group's sum (4^j x its dot: shifted back exactly, then |dot| <= 16 x 3 x 128 fits 16 bits)
+  // x the scale (upper half 0) in one vpdpwssd.
+  static __m512i scaled_add(__m512i isum, __m512i chain, __m512i scale, int j) {
+    return _mm512_dpwssd_epi32(isum, _mm512_srai_epi32(chain, 2 * j), scale);
+  }
   static void token_extras(std::int32_t* extra, const act_block256& y);  // the mins' activation pairs
 };
 
@@ -75,12 +88,30 @@ struct panel_q3_k {
     for (int q = 0; q < 4; ++q)
       s[q] = _mm512_sub_epi8(_mm512_ternarylogic_epi32(low[q], top[q], bits45, 0xF8), _mm512_set1_epi8(32));
   }
-  // Group g's scale, a row per element (sign-extended).
+  // Group g's scale sign-extended into the upper 16 bits of each row's element (the lower 16 are left
+  // over: scaled_add's sum is 0 there).
   static __m512i scale(const std::byte*, const __m512i* s, int g) {
-    return _mm512_srai_epi32(_mm512_slli_epi32(s[g / 4], 24 - 8 * (g % 4)), 24);
+    const __m512i byte_in_upper_half = g % 4 == 3   ? s[g / 4]
+                                       : g % 4 == 2 ? _mm512_slli_epi16(s[g / 4], 8)
+                                                    : _mm512_slli_epi32(s[g / 4], 16 + 8 * (1 - g % 4));
+    return _mm512_srai_epi16(byte_in_upper_half, 8);
   }
   static __m512i chain_start(const std::int32_t* minus_offset, int g) { return _mm512_set1_epi32(minus_offset[g]); }
-  static void token_extras(std::int32_t* extra, const act_block256& y);  // -4 x the group sums
+  // Field j at 4^e_j x its value (e_j = 0, 2, 4, 4: field 3 moved down 2 bits so that the + 4 stays a
+  // byte), plus 4^e_j x 4 where its hmask bit 4n + j is set.
+  static constexpr int field_exponent(int j) { return j == 3 ? 4 : 2 * j; }
+  static __m512i weight(__m512i v, __m512i hm, int n, int j) {
+    const __m512i field = j == 3 ? _mm512_and_si512(_mm512_srli_epi16(v, 2), _mm512_set1_epi8(0x30))
+                                 : _mm512_and_si512(v, _mm512_set1_epi8(static_cast<char>(3 << 2 * j)));
+    return _mm512_mask_add_epi8(field, _mm512_test_epi8_mask(hm, _mm512_set1_epi8(static_cast<char>(1 << (4 * n + j)))),
+                                field, _mm512_set1_epi8(static_cast<char>(4 << field_exponent(j))));
+  }
+  // The group's sum is 4^e_j x its signed dot (|dot| <= 16 x 4 x 128): shifted to the upper 16 bits as the
+  // dot itself (lower 16 bits 0), it meets the scale there in one vpdpwssd.
+  static __m512i scaled_add(__m512i isum, __m512i chain, __m512i scale, int j) {
+    return _mm512_dpwssd_epi32(isum, _mm512_slli_epi32(chain, 16 - field_exponent(j)), scale);
+  }
+  static void token_extras(std::int32_t* extra, const act_block256& y);  // -4 x 4^e_j x the group sums
 };
 
 // sums[t * 16 + r] = row r of the panel · token t's activations y[t], t < n_t; extra[t] holds token t's
@@ -90,7 +121,6 @@ void q23_k_panel_dot(float* sums, const std::byte* panel, const act_block256* co
                      const std::int32_t* const* extra, int nb) {
   __m512 acc[n_t], acc_min[n_t];
   for (int t = 0; t < n_t; ++t) acc[t] = acc_min[t] = _mm512_setzero_ps();
-  const __m512i low2 = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
   for (int b = 0; b < nb; ++b) {
     const std::byte* block = panel + static_cast<std::size_t>(b) * F::block_bytes;
     __m512i isum[n_t], group_scales[4];
@@ -100,7 +130,7 @@ void q23_k_panel_dot(float* sums, const std::byte* panel, const act_block256* co
     for (int n = 0; n < 2; ++n)
 #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
-        __m512i v[4], hm[4];
+        __m512i v[4], hm[4] = {};
 #pragma GCC unroll 4
         for (int r = 0; r < 4; ++r) {
           v[r] = _mm512_loadu_si512(block + F::qs_at + 64 * (8 * n + 4 * h + r));
@@ -111,12 +141,7 @@ void q23_k_panel_dot(float* sums, const std::byte* panel, const act_block256* co
           const int g = 8 * n + 2 * j + h;
           __m512i w[4];
 #pragma GCC unroll 4
-          for (int r = 0; r < 4; ++r) {
-            w[r] = _mm512_and_si512(_mm512_srli_epi16(v[r], 2 * j), low2);
-            if constexpr (F::has_hmask)  // hmask bit 4n + j of the weight's byte: + 4
-              w[r] = _mm512_mask_add_epi8(
-                  w[r], _mm512_test_epi8_mask(hm[r], _mm512_set1_epi8(static_cast<char>(1 << (4 * n + j)))), w[r], four);
-          }
+          for (int r = 0; r < 4; ++r) w[r] = F::weight(v[r], hm[r], n, j);
           const __m512i scale = F::scale(block, group_scales, g);
 #pragma GCC unroll 4
           for (int t = 0; t < n_t; ++t) {
@@ -124,7 +149,7 @@ void q23_k_panel_dot(float* sums, const std::byte* panel, const act_block256* co
             __m512i chain = F::chain_start(extra[t] + F::extra_per_block * b, g);
 #pragma GCC unroll 4
             for (int r = 0; r < 4; ++r) chain = _mm512_dpbusd_epi32(chain, w[r], q23_k_broadcast4(q + 4 * r));
-            isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(chain, scale));
+            isum[t] = F::scaled_add(isum[t], chain, scale, j);
           }
         }
       }
@@ -171,9 +196,9 @@ inline void panel_q2_k::token_extras(std::int32_t* extra, const act_block256& y)
   for (int s = 0; s < 4; ++s)
     for (int e = 0; e < 2; ++e) extra[2 * s + e] = static_cast<std::int32_t>(half(4 * s + e + 2) << 16 | half(4 * s + e));
 }
-// q3_k: extra[(t * nb + b) * 16 + g] = -4 x token t's sum over group g of super-block b.
+// q3_k: extra[(t * nb + b) * 16 + g] = -4 x 4^e_j x token t's sum over group g = 8n + 2j + h of super-block b.
 inline void panel_q3_k::token_extras(std::int32_t* extra, const act_block256& y) {
-  for (int g = 0; g < 16; ++g) extra[g] = -4 * y.bsums[g];
+  for (int g = 0; g < 16; ++g) extra[g] = -(4 << field_exponent(g % 8 / 2)) * y.bsums[g];
 }
 
 // kernel_table::matmul_blocks for a panel-packed q2_k or q3_k w (or q6_k: block_panel_q6_k.hpp gives

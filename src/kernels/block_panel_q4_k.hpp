@@ -6,6 +6,9 @@
 // 8 of them give each row its integer dot, which vpmulld scales by the row's 6-bit sub-block scale.
 // The 16 rows' scales and mins unpack together (get_scale_min_k4's arithmetic on bytes), and the mins
 // meet the token's sums per 32 activations as 16-bit pairs in vpdpwssd (q4_k_min_pairs).
+// q5_k is the same panel with its qh (the fifth bits) between the scales and the nibbles: run u of qh holds
+// qh bytes 4u..4u+3 of every row, whose bit 2c (2c + 1) is the fifth bit of the low (high) nibble of
+// run 8c + u's bytes: one vptestmb + masked byte add of 16 each (weights 0..31).
 // fp32: per row, acc += float(isum) * (d * y.d) and acc_min += float(imin) * (dmin * y.d) super-block
 // after super-block, then acc - acc_min: one sequence whatever the token count, tile or row range.
 // Included by the avx512_vnni file only.
@@ -23,8 +26,20 @@
 namespace pagedserve::kernels {
 namespace {
 
-constexpr std::size_t q4_k_panel_block_bytes = 16 * 144;
 constexpr int q4_k_panel_tokens = 4;
+
+// Where a panel block's fields are: q4_k's, and q5_k's with its qh runs before the nibbles.
+struct panel_q4_k {
+  static constexpr std::size_t block_bytes = 16 * 144;
+  static constexpr int qs_at = 256;
+  static constexpr bool has_qh = false;
+  static constexpr int qh_at = 0;
+};
+struct panel_q5_k {
+  static constexpr std::size_t block_bytes = 16 * 176;
+  static constexpr int qh_at = 256, qs_at = 256 + 8 * 64;
+  static constexpr bool has_qh = true;
+};
 
 inline __m512i q4_k_broadcast4(const void* p) {
   std::int32_t v;
@@ -39,7 +54,7 @@ inline __m512i q4_k_byte(__m512i v, int j) {
 
 // sums[t * 16 + r] = row r of the panel · token t's activations y[t], t < n_t; min_pairs[t] holds token
 // t's 4 pairs per super-block (q4_k_min_pairs).
-template <int n_t>
+template <class F, int n_t>
 void q4_k_panel_dot(float* sums, const std::byte* panel, const act_block256* const* y,
                     const std::int32_t* const* min_pairs, int nb) {
   __m512 acc[n_t], acc_min[n_t];
@@ -47,7 +62,7 @@ void q4_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
   const __m512i low4 = _mm512_set1_epi8(0xF), low6 = _mm512_set1_epi8(0x3F), top2 = _mm512_set1_epi8(0x30);
   const __m512i low_bytes = _mm512_set1_epi16(0xFF);
   for (int b = 0; b < nb; ++b) {
-    const std::byte* block = panel + static_cast<std::size_t>(b) * q4_k_panel_block_bytes;
+    const std::byte* block = panel + static_cast<std::size_t>(b) * F::block_bytes;
     const auto load = [&](int at) { return _mm512_loadu_si512(block + at); };
     // Scales and mins of sub-blocks 0-3 and 4-7, byte j of each row's element for sub-block j (+ 4).
     const __m512i s0 = load(64), s1 = load(128), s2 = load(192);
@@ -68,8 +83,15 @@ void q4_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
       for (int t = 0; t < n_t; ++t) even[t] = odd[t] = _mm512_setzero_si512();
 #pragma GCC unroll 8
       for (int u = 0; u < 8; ++u) {
-        const __m512i v = load(256 + 64 * (8 * c + u));
-        const __m512i lo = _mm512_and_si512(v, low4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        const __m512i v = load(F::qs_at + 64 * (8 * c + u));
+        __m512i lo = _mm512_and_si512(v, low4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        if constexpr (F::has_qh) {
+          const __m512i qh = load(F::qh_at + 64 * u), sixteen = _mm512_set1_epi8(16);
+          lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh, _mm512_set1_epi8(static_cast<char>(1 << 2 * c))), lo,
+                                    sixteen);
+          hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(qh, _mm512_set1_epi8(static_cast<char>(2 << 2 * c))), hi,
+                                    sixteen);
+        }
 #pragma GCC unroll 4
         for (int t = 0; t < n_t; ++t) {
           even[t] = _mm512_dpbusd_epi32(even[t], lo, q4_k_broadcast4(y[t][b].qs + 64 * c + 4 * u));
@@ -96,8 +118,9 @@ void q4_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
 }
 
 using q4_k_panel_fn = void (*)(float*, const std::byte*, const act_block256* const*, const std::int32_t* const*, int);
-constexpr q4_k_panel_fn q4_k_panel_kernels[q4_k_panel_tokens] = {q4_k_panel_dot<1>, q4_k_panel_dot<2>,
-                                                                 q4_k_panel_dot<3>, q4_k_panel_dot<4>};
+template <class F>
+constexpr q4_k_panel_fn q4_k_panel_kernels[q4_k_panel_tokens] = {q4_k_panel_dot<F, 1>, q4_k_panel_dot<F, 2>,
+                                                                 q4_k_panel_dot<F, 3>, q4_k_panel_dot<F, 4>};
 
 // pairs[(t * nb + b) * 4 + k] = token t's sums over sub-blocks (j, j + 2) of super-block b as two 16-bit
 // halves, j = 0, 1, 4, 5 for k = 0..3: the partners of the mins' pairs in q4_k_panel_dot.
@@ -115,12 +138,13 @@ inline void q4_k_min_pairs(std::int32_t* pairs, const std::byte* xq, std::size_t
   }
 }
 
-// kernel_table::matmul_blocks for a panel-packed q4_k w: every panel touching [o_begin, o_end), all of
-// its rows computed, those in the range stored.
-inline void matmul_q4_k_panels(float* out, const std::byte* xq, const weight& w, int n_tokens, int o_begin, int o_end) {
+// kernel_table::matmul_blocks for a panel-packed q4_k (F = panel_q4_k) or q5_k (panel_q5_k) w: every panel
+// touching [o_begin, o_end), all of its rows computed, those in the range stored.
+template <class F>
+void matmul_q4_k_panels(float* out, const std::byte* xq, const weight& w, int n_tokens, int o_begin, int o_end) {
   const std::size_t x_bytes = activation_row_bytes(w.type, w.cols);
   const int nb = w.cols / 256;
-  const std::size_t panel_bytes = static_cast<std::size_t>(nb) * q4_k_panel_block_bytes;
+  const std::size_t panel_bytes = static_cast<std::size_t>(nb) * F::block_bytes;
   thread_local std::vector<std::int32_t> pairs;  // grows to the largest call, then reused
   if (pairs.size() < static_cast<std::size_t>(n_tokens) * nb * 4) pairs.resize(static_cast<std::size_t>(n_tokens) * nb * 4);
   q4_k_min_pairs(pairs.data(), xq, x_bytes, n_tokens, nb);
@@ -136,37 +160,12 @@ inline void matmul_q4_k_panels(float* out, const std::byte* xq, const weight& w,
         min_pairs[i] = pairs.data() + static_cast<std::size_t>(t + i) * nb * 4;
       }
       float sums[q4_k_panel_tokens * block_panel_rows];
-      q4_k_panel_kernels[n_t - 1](sums, static_cast<const std::byte*>(w.data) + p * panel_bytes, y, min_pairs, nb);
+      q4_k_panel_kernels<F>[n_t - 1](sums, static_cast<const std::byte*>(w.data) + p * panel_bytes, y, min_pairs, nb);
       for (int i = 0; i < n_t; ++i)
         for (int r = r_begin; r < r_end; ++r)
           out[static_cast<std::size_t>(t + i) * w.rows + first + r] = sums[i * block_panel_rows + r];
     }
   }
-}
-
-// The 4-row quad layout's helpers (q4_k's 6-bit scale unpacking on one row per 128-bit lane), for the
-// K-quant panel kernels that run one quad at a time (q5_k on the quad layout of
-// ggml_block_panels.hpp), which include this file for them.
-
-// The s16 vector with element j of every 128-bit lane in all of that lane's 8 elements.
-inline __m512i q4_k_pick(const __m512i& s16, int j) {
-  return _mm512_shuffle_epi8(s16, _mm512_set1_epi16(static_cast<short>((2 * j + 1) << 8 | 2 * j)));
-}
-
-// 4 rows' 8 6-bit values (scales, or mins) as s16, row r's in 128-bit lane r: `low` holds each row's
-// bytes 0-3 (or 4-7) of the packed 12, `high` bytes 8-11, a row per 32-bit element; nibble_shift picks
-// the low (scales) or high (mins) nibbles of bytes 8-11.
-inline __m512i q4_k_values16(__m128i low, __m128i high, int nibble_shift) {
-  const __m128i low6 = _mm_set1_epi8(0x3f), nib = _mm_set1_epi8(0xF), top2 = _mm_set1_epi8(0x30);
-  const __m128i v0_3 = _mm_and_si128(low, low6);
-  const __m128i v4_7 = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(high, nibble_shift), nib),
-                                    _mm_and_si128(_mm_srli_epi16(low, 2), top2));
-  const __m256i rows = _mm256_set_m128i(_mm_unpackhi_epi32(v0_3, v4_7), _mm_unpacklo_epi32(v0_3, v4_7));
-  return _mm512_cvtepu8_epi16(rows);
-}
-
-inline __m512i q4_k_broadcast16(const std::int8_t* p) {
-  return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
 }  // namespace

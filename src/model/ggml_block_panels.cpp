@@ -12,21 +12,14 @@
 namespace pagedserve {
 namespace {
 
-// Rows whose block b lies together in one unit block: a quad (4) in the quad layout, else the panel (16).
-constexpr int unit_rows(dtype t) { return block_panel_quads_follow(t) ? block_panel_quad : block_panel_rows; }
-
-// Bytes of one unit block of t.
-constexpr std::size_t unit_bytes(dtype t) { return unit_rows(t) * static_cast<std::size_t>(block_layout_of(t).bytes); }
-
-// Start of the unit block holding block b of row `row` (nb blocks per row): a panel's units (one, or
-// its 4 quads) follow one another, each unit's blocks in order.
-std::size_t unit_offset(dtype t, int nb, int row, int b) {
-  const std::size_t unit = static_cast<std::size_t>(row / unit_rows(t));
-  return (unit * nb + b) * unit_bytes(t);
+// Start of the panel block holding block b of row `row` (nb blocks per row): a panel's blocks in order.
+std::size_t panel_block_offset(dtype t, int nb, int row, int b) {
+  const std::size_t panel = static_cast<std::size_t>(row / block_panel_rows);
+  return (panel * nb + b) * block_panel_rows * static_cast<std::size_t>(block_layout_of(t).bytes);
 }
 
 // One field of a block: `bytes` bytes at `from` in the file's block go to `to + row_step * i` in the
-// unit block, i being the row's place in its unit.
+// panel block, i being the row's place in its panel.
 struct field_move {
   int from, bytes, to, row_step;
 };
@@ -64,12 +57,14 @@ constexpr field_move q8_0_fields[] = {{0, 2, 0, 2},      {2, 4, 32, 4},     {6, 
                                       {10, 4, 160, 4},   {14, 4, 224, 4},   {18, 4, 288, 4},
                                       {22, 4, 352, 4},   {26, 4, 416, 4},   {30, 4, 480, 4}};
 
-// q5_k (704-byte quad): q4_k's fields (its qs 32 bytes further into the file's block), then qh: its
-// first 16 bytes of the 4 rows (576 + 16 i), its last 16 (640 + 16 i).
-constexpr field_move q5_k_fields[] = {{0, 2, 0, 2},   {2, 2, 8, 2},    {4, 4, 16, 4},   {8, 4, 32, 4},
-                                      {12, 4, 48, 4}, {48, 16, 64, 16}, {64, 16, 128, 16}, {80, 16, 192, 16},
-                                      {96, 16, 256, 16}, {112, 16, 320, 16}, {128, 16, 384, 16}, {144, 16, 448, 16},
-                                      {160, 16, 512, 16}, {16, 16, 576, 16}, {32, 16, 640, 16}};
+// q5_k (2816 bytes): q4_k's d, dmin and scales; qh bytes 4m..4m+3 at 256 + 64 m + 4 i (m < 8); then bytes
+// 4k..4k+3 of the 128 bytes of nibbles at 768 + 64 k + 4 i (k < 32).
+constexpr auto q5_k_fields = [] {
+  std::array<field_move, 5 + 8 + 32> f{{{0, 2, 0, 2}, {2, 2, 32, 2}, {4, 4, 64, 4}, {8, 4, 128, 4}, {12, 4, 192, 4}}};
+  for (int m = 0; m < 8; ++m) f[5 + m] = {16 + 4 * m, 4, 256 + 64 * m, 4};
+  for (int k = 0; k < 32; ++k) f[13 + k] = {48 + 4 * k, 4, 768 + 64 * k, 4};
+  return f;
+}();
 
 // q6_k (3360 bytes), in the order its kernel reads it: for each step s = 2n + h (n: super-block half,
 // h = 0, 1) and r < 4, with u = 4h + r, ql bytes 64n + 4u..+3 at 832s + 192r + 4i, ql bytes
@@ -124,7 +119,7 @@ std::span<const field_move> fields_of(dtype t) {
   return q4_0_fields;  // q4_0, iq4_nl
 }
 
-// q5_0 / q5_1: where the 32-bit qh of row i lies in the unit block (-1: none). In the panel its bits are
+// q5_0 / q5_1: where the 32-bit qh of row i lies in the panel block (-1: none). In the panel its bits are
 // transposed so that bit u of byte k is the fifth bit of weight 4u + k (the file's bit 4u + k): weights
 // 4u..4u+3 sit in bytes 0-3 of the kernel's vector u, so one vptestmb against bit u finds their fifth
 // bits in place.
@@ -166,8 +161,8 @@ void block_panels_pack(std::byte* out, const std::byte* stored, dtype t, int row
   for (int o = 0; o < rows; ++o)
     for (int b = 0; b < nb; ++b) {
       const std::byte* block = stored + static_cast<std::size_t>(o) * block_row_bytes(t, cols) + static_cast<std::size_t>(b) * l.bytes;
-      std::byte* to = out + unit_offset(t, nb, o, b);
-      const int i = o % unit_rows(t);
+      std::byte* to = out + panel_block_offset(t, nb, o, b);
+      const int i = o % block_panel_rows;
       for (const field_move& f : fields_of(t)) std::memcpy(to + f.to + f.row_step * i, block + f.from, f.bytes);
       if (qh_at(t) >= 0) transform32(to + qh_at(t) + 4 * i, qh_to_panel);
     }
@@ -176,9 +171,9 @@ void block_panels_pack(std::byte* out, const std::byte* stored, dtype t, int row
 void block_panels_row(std::byte* out, const weight& w, int row) {
   const block_layout l = block_layout_of(w.type);
   const int nb = w.cols / l.elements;
-  const int i = row % unit_rows(w.type);
+  const int i = row % block_panel_rows;
   for (int b = 0; b < nb; ++b) {
-    const std::byte* from = static_cast<const std::byte*>(w.data) + unit_offset(w.type, nb, row, b);
+    const std::byte* from = static_cast<const std::byte*>(w.data) + panel_block_offset(w.type, nb, row, b);
     std::byte* block = out + static_cast<std::size_t>(b) * l.bytes;
     for (const field_move& f : fields_of(w.type)) std::memcpy(block + f.from, from + f.to + f.row_step * i, f.bytes);
     if (qh_at(w.type) >= 0) transform32(block + (w.type == dtype::q5_0 ? 2 : 4), qh_from_panel);  // the file's qh

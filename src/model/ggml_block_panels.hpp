@@ -16,13 +16,8 @@
 // row), scales_l (4 a row), then q4_k's 32 runs of nibbles. q2_k's (1344 bytes): d, dmin, 4 runs of the
 // 16 scale bytes, 16 runs of qs; q3_k's (1760 bytes): d, 3 runs of the 12 scale bytes, 8 runs of hmask,
 // 16 runs of qs; q6_k's (3360 bytes): 4 steps, each 4 x (2 runs of ql, 1 of qh) then 4 groups' scales
-// (16 bytes, a byte a row), in the order its kernel reads them, then the 16 d. The quad layout (block_panel_quads_follow) is the alternative for
-// kernels that run 4 rows at a time: the panel's 4 quads one after the other, each quad's blocks in
-// order, a quad block holding block b of its 4 rows.
-// The quad layout's quad blocks: q5_k's (704 bytes): q4_k's quad block (the 4 rows' d, then dmin, 8 bytes
-// each; their 12 scale bytes as three runs of 4 bytes per row; then for each 32 bytes of nibbles, the
-// first 16 of every row, then the last 16), then the rows' qh, its first 16 bytes of every row, then the
-// last 16.
+// (16 bytes, a byte a row), in the order its kernel reads them, then the 16 d. q5_k's (2816 bytes):
+// q4_k's with 8 runs of qh (4 bytes a row) between the scales and the nibbles.
 #include <cstddef>
 
 #include "pagedserve/weight.hpp"
@@ -30,12 +25,6 @@
 namespace pagedserve {
 
 constexpr int block_panel_rows = 16;  // rows per panel: ops.cpp's rows_per_tile, so a tile is a panel
-constexpr int block_panel_quad = 4;   // rows interleaved in one quad block (the quad layout)
-
-// Whether a panel of t holds 4-row quads one after the other, each quad's blocks in order (the quad
-// layout, for kernels that run one quad at a time: q5_k) rather than
-// block b of all 16 rows, then block b + 1 (q4_0, q8_0, q4_k).
-constexpr bool block_panel_quads_follow(dtype t) { return t == dtype::q5_k; }
 
 // Whether type t has a panel layout (the 32-weight formats q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl; the
 // 256-weight q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs).
