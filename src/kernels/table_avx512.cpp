@@ -472,6 +472,9 @@ void attend_group_rows_registers(const attend_row* rows, int n_rows, const kv_gr
   constexpr bool scaled = std::is_same_v<elem, std::int8_t>;
   constexpr int head_size = 16 * NV;
   constexpr std::size_t row_bytes = head_size * sizeof(elem) + (scaled ? sizeof(float) : 0);
+  if (n_rows == 1)  // one row (MHA decode): nothing to interleave, and no pass through memory between phases
+    return attend_group_registers<L, NV>(rows[0].acc, rows[0].max, rows[0].sum, rows[0].q, g, rows[0].j0, rows[0].n,
+                                         scale, scores);
   const int stride = attend_scores_floats(g.block_size);
   int lo = rows[0].j0, hi = rows[0].n;
   for (int r = 1; r < n_rows; ++r) lo = std::min(lo, rows[r].j0), hi = std::max(hi, rows[r].n);
