@@ -482,10 +482,19 @@ void attend_group_rows_registers(const attend_row* rows, int n_rows, const kv_gr
   for (int jb = lo; jb < hi; jb += 16) {
     const int count = std::min(16, hi - jb);
     if (g.ahead) g.ahead->advance(count * row_bytes);
-    const elem* k[16];
+    // The chunk's keys as fp32: fp16, fp8 and int8 rows are widened (exactly) once here rather than once a row.
+    const float* k[16];
+    alignas(64) float k_wide[std::is_same_v<elem, float> ? 1 : 16 * head_size];
     alignas(64) float k_scale[16];
     for (int i = 0; i < count; ++i, at.next(g)) {
-      k[i] = at.row<elem>(g.k, head_size);
+      const elem* kj = at.row<elem>(g.k, head_size);
+      if constexpr (std::is_same_v<elem, float>) {
+        k[i] = kj;
+      } else {
+        k[i] = k_wide + i * head_size;
+#pragma GCC unroll 16
+        for (int c = 0; c < NV; ++c) _mm512_store_ps(k_wide + i * head_size + 16 * c, L::full(kj + 16 * c));
+      }
       if constexpr (scaled) k_scale[i] = g.k_scales[at.block][at.slot];
     }
     for (int r = 0; r < n_rows; ++r) {
@@ -500,9 +509,9 @@ void attend_group_rows_registers(const attend_row* rows, int n_rows, const kv_gr
           p[i] = _mm512_setzero_ps();
           continue;
         }
-        p[i] = _mm512_mul_ps(qv[0], L::full(k[i]));
+        p[i] = _mm512_mul_ps(qv[0], _mm512_loadu_ps(k[i]));
 #pragma GCC unroll 16
-        for (int c = 1; c < NV; ++c) p[i] = _mm512_fmadd_ps(qv[c], L::full(k[i] + 16 * c), p[i]);
+        for (int c = 1; c < NV; ++c) p[i] = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(k[i] + 16 * c), p[i]);
       }
       __m512 dots = reduce16x16(p);
       if constexpr (scaled) dots = _mm512_mul_ps(dots, _mm512_maskz_load_ps(tail_mask(count), k_scale));
