@@ -41,7 +41,7 @@ float kv_quantize_row_q8(std::int8_t* q, const float* x, int n) {
   const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
   // nearbyint's value (round half to even, |x * inv| <= 127) without its call per element, which
   // does not inline at this file's baseline ISA: adding 1.5 * 2^23 leaves no fraction bits, so the
-  // addition itself rounds to the nearest integer, ties to even (the loop then vectorizes).
+  // addition itself rounds to the nearest integer, ties to even: an add and a subtract per element.
   constexpr float round_magic = 12582912.0f;
   for (int i = 0; i < n; ++i) {
     const float scaled = x[i] * inv;
