@@ -122,7 +122,7 @@ struct kernel_table {
   // tokens of a tile), in one pass over its keys: each K and V row is loaded once for all rows and the
   // rows' chains run interleaved, so the pass is throughput- rather than latency-bound. Every row gets
   // the bits attend_group gives it alone (same per-key dot, same max/exp/sum and axpy order): only
-  // the schedule changes. g.ahead advances once per key of the rows' union range.
+  // the schedule changes. g.ahead advances by about the group bytes the rows read (prefetch only).
   // scores: scratch of n_rows * attend_scores_floats(g.block_size) floats.
   void (*attend_group_rows)(const attend_row* rows, int n_rows, const kv_group& g, int head_size, float scale,
                             float* scores);
