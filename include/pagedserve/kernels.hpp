@@ -59,6 +59,19 @@ struct kv_group {
   kv_prefetch_stream* ahead = nullptr;
 };
 
+// One query row of kernel_table::attend_group_rows: its accumulator acc[head_size], running max and
+// sum, its query q[head_size], and the keys j0 <= j < n of the group it attends (j0 < n).
+struct attend_row {
+  float* acc;
+  float* max;
+  float* sum;
+  const float* q;
+  int j0, n;
+};
+
+// Floats of attend_group's scores scratch for one row (kv_group_blocks blocks, whole zmm).
+constexpr int attend_scores_floats(int block_size) { return (kv_group_blocks * block_size + 15) / 16 * 16; }
+
 struct kernel_table {
   isa which;
   // out[t, o] = sum_i x[t, i] * w[o, i] for t < n_tokens, o in [o_begin, o_end).
@@ -105,6 +118,14 @@ struct kernel_table {
   // scores: scratch of kv_group_blocks * block_size floats, rounded up to 16.
   void (*attend_group)(float* acc, float* row_max, float* row_sum, const float* q, const kv_group& g, int j0, int n,
                        int head_size, float scale, float* scores);
+  // attend_group for several rows against the same group (the GQA heads sharing its kv head, the
+  // tokens of a tile), in one pass over its keys: each K and V row is loaded once for all rows and the
+  // rows' chains run interleaved, so the pass is throughput- rather than latency-bound. Every row gets
+  // the bits attend_group gives it alone (same per-key dot, same max/exp/sum and axpy order): only
+  // the schedule changes. g.ahead advances by about the group bytes the rows read (prefetch only).
+  // scores: scratch of n_rows * attend_scores_floats(g.block_size) floats.
+  void (*attend_group_rows)(const attend_row* rows, int n_rows, const kv_group& g, int head_size, float scale,
+                            float* scores);
   // out[n] = fp16 of x[n], rounded to nearest even (f32_to_f16's bits): how K/V enter an fp16 cache.
   void (*f32_to_f16_row)(std::uint16_t* out, const float* x, int n);
   // LayerNorm of one row (GPT-2): out[n] = (x[n] - mean) * rstd * weight[n] + bias[n], with

@@ -2,7 +2,7 @@
 // One query row's online-softmax step over one aligned group of K/V blocks (kernel_table::attend_group),
 // written once over a table's own dot and axpy (which widen fp16 and int8 K/V exactly as they read
 // it); the scalar and AVX2 tables use it as is, the AVX-512 table for head sizes it has no
-// register-resident variant of.
+// register-resident variant of. Likewise attend_group_rows as a loop of a table's attend_group.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -57,6 +57,19 @@ void attend_group_generic(float* acc, float* row_max, float* row_sum, const floa
       axpy(acc, w * g.v_scales[at.block][at.slot], at.row<KV>(g.v, head_size), head_size);
     else
       axpy(acc, w, at.row<KV>(g.v, head_size), head_size);
+  }
+}
+
+// kernel_table::attend_group_rows as one attend_group per row: the same bits by construction. The last
+// row (a tile's last token, which reads the most keys) advances the prefetch stream.
+template <auto attend_group>
+void attend_group_rows_each(const attend_row* rows, int n_rows, const kv_group& g, int head_size, float scale,
+                            float* scores) {
+  kv_group own = g;
+  for (int r = 0; r < n_rows; ++r) {
+    own.ahead = r == n_rows - 1 ? g.ahead : nullptr;
+    const attend_row& row = rows[r];
+    attend_group(row.acc, row.max, row.sum, row.q, own, row.j0, row.n, head_size, scale, scores);
   }
 }
 

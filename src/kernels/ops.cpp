@@ -389,7 +389,7 @@ class attention_items {
     static tbb::enumerable_thread_specific<thread_state> states;
     thread_state& st = states.local();
     st.stream.restart();
-    st.scores.resize(static_cast<std::size_t>((kv_group_blocks * kv_.block_size + 15) / 16 * 16));  // whole zmm
+    st.scores.resize(static_cast<std::size_t>(max_tile) * group_ * attend_scores_floats(kv_.block_size));
     int next_listed = items.begin();
     for (int item = items.begin(); item < items.end(); ++item) {
       // This item and the next are listed, and more while the listed bytes ahead are short of the distance.
@@ -407,6 +407,7 @@ class attention_items {
   static constexpr int max_tile = 8;
   struct thread_state {
     std::vector<float> acc, max, sum, scores;
+    std::vector<attend_row> rows;  // the item's rows that attend the current group
     kv_prefetch_stream stream;
   };
   struct item_span {  // one work item's blocks
@@ -436,19 +437,20 @@ class attention_items {
     for (int b0 = span.first_block; b0 <= span.last_block; b0 += kv_group_blocks) {
       const int n_blocks = std::min(kv_group_blocks, span.last_block + 1 - b0);
       kv_group g = kv_group_at(kv_, span.table, b0, n_blocks, span.head_off);
+      g.ahead = &st.stream;
       const int p0 = b0 * bs;
+      st.rows.clear();
       for (int r = 0; r < n_rows; ++r) {
         const int t = tile.first_token + r / group_, h = kvh * group_ + r % group_;
         // Causal, up to its own position; from the window's start when there is one.
         const int n = std::min(n_blocks * bs, batch_.pos_of_token[t] + 1 - p0);
         const int j0 = std::max(0, attention_start(batch_, batch_.pos_of_token[t]) - p0);
         if (n <= j0) continue;
-        // The last row reads the most keys: it advances the stream (the others re-read the group from cache).
-        g.ahead = r == n_rows - 1 ? &st.stream : nullptr;
         const float* qh = q_ + static_cast<std::size_t>(t) * dim_ + static_cast<std::size_t>(h) * head_size_;
-        kt_.attend_group(st.acc.data() + static_cast<std::size_t>(r) * head_size_, &st.max[r], &st.sum[r], qh, g, j0,
-                         n, head_size_, scale_, st.scores.data());
+        st.rows.push_back({st.acc.data() + static_cast<std::size_t>(r) * head_size_, &st.max[r], &st.sum[r], qh, j0, n});
       }
+      if (!st.rows.empty())
+        kt_.attend_group_rows(st.rows.data(), static_cast<int>(st.rows.size()), g, head_size_, scale_, st.scores.data());
     }
     for (int r = 0; r < n_rows; ++r) {
       const int t = tile.first_token + r / group_, h = kvh * group_ + r % group_;

@@ -419,12 +419,184 @@ void attend_group_avx512(float* acc, float* row_max, float* row_sum, const float
   }
 }
 
+// The values pass of attend_group_rows_registers for R rows whose weights are in scores (row r's at
+// scores + r * stride): each V row is loaded once for the R rows, whose R * NV accumulator chains run
+// interleaved; row r still adds its keys j0 <= j < n in increasing order, as attend_group_registers.
+template <class L, int NV, int R>
+void attend_values_rows(const attend_row* rows, const kv_group& g, int stride, const float* scores,
+                        kv_prefetch_stream* ahead) {
+  using elem = typename L::elem;
+  constexpr bool scaled = std::is_same_v<elem, std::int8_t>;
+  constexpr int head_size = 16 * NV;
+  constexpr std::size_t row_bytes = head_size * sizeof(elem) + (scaled ? sizeof(float) : 0);
+  int lo = rows[0].j0, hi = rows[0].n;
+  __m512 a[R][NV];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    lo = std::min(lo, rows[r].j0), hi = std::max(hi, rows[r].n);
+#pragma GCC unroll 16
+    for (int c = 0; c < NV; ++c) a[r][c] = _mm512_loadu_ps(rows[r].acc + 16 * c);
+  }
+  kv_group_cursor at(g, lo);
+  for (int j = lo; j < hi; ++j, at.next(g)) {
+    if (ahead) ahead->advance(row_bytes);
+    const elem* vj = at.row<elem>(g.v, head_size);
+    __m512 v[NV];
+#pragma GCC unroll 16
+    for (int c = 0; c < NV; ++c) v[c] = L::full(vj + 16 * c);
+    const float v_scale = scaled ? g.v_scales[at.block][at.slot] : 1.0f;
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      if (j < rows[r].j0 || j >= rows[r].n) continue;
+      float wj = scores[r * stride + j];
+      if constexpr (scaled) wj *= v_scale;
+      const __m512 w = _mm512_set1_ps(wj);
+#pragma GCC unroll 16
+      for (int c = 0; c < NV; ++c) a[r][c] = _mm512_fmadd_ps(w, v[c], a[r][c]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+    for (int c = 0; c < NV; ++c) _mm512_storeu_ps(rows[r].acc + 16 * c, a[r][c]);
+}
+
+// attend_group_rows with head_size = 16 * NV, each row's arithmetic that of attend_group_registers:
+// per 16 keys of the rows' union range, every row's scores (the chunk's K comes from memory once and
+// from L1 for the other rows; a key's dot does not depend on the chunk it is in); then per row its max
+// and weights in attend_group_registers' own lanes (chunks from its j0); then the values, rows_per_pass
+// rows at a time. Registers: rows_per_pass * NV accumulators + NV values.
+template <class L, int NV>
+void attend_group_rows_registers(const attend_row* rows, int n_rows, const kv_group& g, float scale, float* scores) {
+  using elem = typename L::elem;
+  constexpr bool scaled = std::is_same_v<elem, std::int8_t>;
+  constexpr int head_size = 16 * NV;
+  constexpr std::size_t row_bytes = head_size * sizeof(elem) + (scaled ? sizeof(float) : 0);
+  if (n_rows == 1)  // one row (MHA decode): nothing to interleave, and no pass through memory between phases
+    return attend_group_registers<L, NV>(rows[0].acc, rows[0].max, rows[0].sum, rows[0].q, g, rows[0].j0, rows[0].n,
+                                         scale, scores);
+  const int stride = attend_scores_floats(g.block_size);
+  int lo = rows[0].j0, hi = rows[0].n;
+  for (int r = 1; r < n_rows; ++r) lo = std::min(lo, rows[r].j0), hi = std::max(hi, rows[r].n);
+  kv_group_cursor at(g, lo);
+  for (int jb = lo; jb < hi; jb += 16) {
+    const int count = std::min(16, hi - jb);
+    if (g.ahead) g.ahead->advance(count * row_bytes);
+    // The chunk's keys as fp32: fp16, fp8 and int8 rows are widened (exactly) once here rather than once a row.
+    const float* k[16];
+    alignas(64) float k_wide[std::is_same_v<elem, float> ? 1 : 16 * head_size];
+    alignas(64) float k_scale[16];
+    for (int i = 0; i < count; ++i, at.next(g)) {
+      const elem* kj = at.row<elem>(g.k, head_size);
+      if constexpr (std::is_same_v<elem, float>) {
+        k[i] = kj;
+      } else {
+        k[i] = k_wide + i * head_size;
+#pragma GCC unroll 16
+        for (int c = 0; c < NV; ++c) _mm512_store_ps(k_wide + i * head_size + 16 * c, L::full(kj + 16 * c));
+      }
+      if constexpr (scaled) k_scale[i] = g.k_scales[at.block][at.slot];
+    }
+    for (int r = 0; r < n_rows; ++r) {
+      const int first = std::max(rows[r].j0, jb) - jb, end = std::min(rows[r].n, jb + count) - jb;  // its lanes
+      if (first >= end) continue;
+      __m512 qv[NV], p[16];
+#pragma GCC unroll 16
+      for (int c = 0; c < NV; ++c) qv[c] = _mm512_loadu_ps(rows[r].q + 16 * c);
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i) {
+        if (i >= count) {
+          p[i] = _mm512_setzero_ps();
+          continue;
+        }
+        p[i] = _mm512_mul_ps(qv[0], _mm512_loadu_ps(k[i]));
+#pragma GCC unroll 16
+        for (int c = 1; c < NV; ++c) p[i] = _mm512_fmadd_ps(qv[c], _mm512_loadu_ps(k[i] + 16 * c), p[i]);
+      }
+      __m512 dots = reduce16x16(p);
+      if constexpr (scaled) dots = _mm512_mul_ps(dots, _mm512_maskz_load_ps(tail_mask(count), k_scale));
+      const __m512 s = _mm512_mul_ps(dots, _mm512_set1_ps(scale));
+      _mm512_mask_storeu_ps(scores + r * stride + jb, tail_mask(end) & ~tail_mask(first), s);
+    }
+  }
+  for (int r = 0; r < n_rows; ++r) {
+    float* sr = scores + r * stride;
+    const int j0 = rows[r].j0, n = rows[r].n;
+    __m512 max_v = _mm512_set1_ps(-INFINITY);
+    for (int j = j0; j < n; j += 16) {
+      const __mmask16 m = tail_mask(std::min(16, n - j));
+      max_v = _mm512_mask_max_ps(max_v, m, max_v, _mm512_maskz_loadu_ps(m, sr + j));
+    }
+    const float new_max = std::max(*rows[r].max, _mm512_reduce_max_ps(max_v));
+    if (new_max > *rows[r].max) {
+      const float rescale = std::exp(*rows[r].max - new_max);  // 0 for the first group
+      *rows[r].sum *= rescale;
+#pragma GCC unroll 16
+      for (int c = 0; c < NV; ++c)
+        _mm512_storeu_ps(rows[r].acc + 16 * c, _mm512_mul_ps(_mm512_loadu_ps(rows[r].acc + 16 * c), _mm512_set1_ps(rescale)));
+      *rows[r].max = new_max;
+    }
+    __m512 w_sum = _mm512_setzero_ps();
+    for (int j = j0; j < n; j += 16) {
+      const __mmask16 m = tail_mask(std::min(16, n - j));
+      const __m512 w = exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, sr + j), _mm512_set1_ps(new_max)));
+      _mm512_mask_storeu_ps(sr + j, m, w);
+      w_sum = _mm512_mask_add_ps(w_sum, m, w_sum, w);
+    }
+    *rows[r].sum += reduce16(w_sum);
+  }
+  constexpr int rows_per_pass = 16 / NV;
+  for (int r0 = 0; r0 < n_rows; r0 += rows_per_pass) {
+    // The first pass advances the prefetch stream by the union range, later ones re-read V from cache.
+    kv_prefetch_stream* ahead = r0 == 0 ? g.ahead : nullptr;
+    const attend_row* rs = rows + r0;
+    const float* sc = scores + r0 * stride;
+    const int left = std::min(rows_per_pass, n_rows - r0);
+    if (ahead && left < n_rows) {
+      int lo0 = rs[0].j0, hi0 = rs[0].n;
+      for (int r = 1; r < left; ++r) lo0 = std::min(lo0, rs[r].j0), hi0 = std::max(hi0, rs[r].n);
+      ahead->advance(static_cast<std::size_t>((hi - lo) - (hi0 - lo0)) * row_bytes);
+    }
+    if constexpr (rows_per_pass == 4) {
+      switch (left) {
+        case 4: attend_values_rows<L, NV, 4>(rs, g, stride, sc, ahead); continue;
+        case 3: attend_values_rows<L, NV, 3>(rs, g, stride, sc, ahead); continue;
+        default: break;
+      }
+    }
+    if (left >= 2) attend_values_rows<L, NV, 2>(rs, g, stride, sc, ahead);
+    else attend_values_rows<L, NV, 1>(rs, g, stride, sc, ahead);
+  }
+}
+
+template <class L>
+void attend_group_rows_typed(const attend_row* rows, int n_rows, const kv_group& g, int head_size, float scale,
+                             float* scores) {
+  switch (head_size) {
+    case 64: return attend_group_rows_registers<L, 4>(rows, n_rows, g, scale, scores);
+    case 128: return attend_group_rows_registers<L, 8>(rows, n_rows, g, scale, scores);
+    default: return attend_group_rows_each<attend_group_typed<L>>(rows, n_rows, g, head_size, scale, scores);
+  }
+}
+
+void attend_group_rows_avx512(const attend_row* rows, int n_rows, const kv_group& g, int head_size, float scale,
+                              float* scores) {
+  switch (g.type) {
+    case dtype::f16: return attend_group_rows_typed<load_f16>(rows, n_rows, g, head_size, scale, scores);
+    case dtype::i8: return attend_group_rows_typed<load_i8>(rows, n_rows, g, head_size, scale, scores);
+    case dtype::f8_e4m3: return attend_group_rows_typed<load_e4m3>(rows, n_rows, g, head_size, scale, scores);
+    case dtype::f8_e5m2: return attend_group_rows_typed<load_e5m2>(rows, n_rows, g, head_size, scale, scores);
+    default: return attend_group_rows_typed<load_f32>(rows, n_rows, g, head_size, scale, scores);
+  }
+}
+
+
 }  // namespace
 
 extern const kernel_table kernel_table_avx512 = {
     isa::avx512, matmul_rows_avx512<load_f32>, matmul_rows_avx512<load_bf16>, matmul_rows_avx512<load_f16>,
     detail::matmul_i8_avx512, detail::quantize_token_u8_avx512,
-    sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_group_avx512,
+    sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_group_avx512, attend_group_rows_avx512,
     f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512, false,
     detail::quantize_activations, detail::matmul_blocks_avx512,
 };
@@ -433,7 +605,7 @@ extern const kernel_table kernel_table_avx512 = {
 extern const kernel_table kernel_table_avx512_vnni = {
     isa::avx512_vnni, matmul_rows_avx512<load_f32>, matmul_rows_avx512<load_bf16>, matmul_rows_avx512<load_f16>,
     detail::matmul_i8_avx512_vnni, detail::quantize_token_u8_avx512,
-    sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_group_avx512,
+    sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_group_avx512, attend_group_rows_avx512,
     f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512, false,
     detail::quantize_activations, detail::matmul_blocks_avx512_vnni,
 };
@@ -442,7 +614,7 @@ extern const kernel_table kernel_table_avx512_vnni = {
 extern const kernel_table kernel_table_avx512_bf16 = {
     isa::avx512_bf16, matmul_rows_avx512<load_f32>, detail::matmul_rows_bf16_dot, matmul_rows_avx512<load_f16>,
     detail::matmul_i8_avx512_vnni, detail::quantize_token_u8_avx512,
-    sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_group_avx512,
+    sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_group_avx512, attend_group_rows_avx512,
     f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512, true,
     detail::quantize_activations, detail::matmul_blocks_avx512_vnni,
 };
