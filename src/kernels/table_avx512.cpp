@@ -590,7 +590,6 @@ void attend_group_rows_avx512(const attend_row* rows, int n_rows, const kv_group
   }
 }
 
-
 }  // namespace
 
 extern const kernel_table kernel_table_avx512 = {
