@@ -322,6 +322,19 @@ inline __m512 reduce16x16(const __m512 (&p)[16]) {
   return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), l4);
 }
 
+// The weights pass of a group's softmax step: scores[j0, n) become exp(score - new_max) in place (16
+// at a time, exp_avx512); returns their sum, reduced in one fixed order.
+inline float attend_weights(float* scores, int j0, int n, float new_max) {
+  __m512 w_sum = _mm512_setzero_ps();
+  for (int j = j0; j < n; j += 16) {
+    const __mmask16 m = tail_mask(std::min(16, n - j));
+    const __m512 w = exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, scores + j), _mm512_set1_ps(new_max)));
+    _mm512_mask_storeu_ps(scores + j, m, w);
+    w_sum = _mm512_mask_add_ps(w_sum, m, w_sum, w);
+  }
+  return reduce16(w_sum);
+}
+
 // attend_group with head_size = 16 * NV: q and the accumulator stay in registers across the group's
 // keys; scores are reduced 16 keys at a time (reduce16x16) and their weights exponentiated 16 at a
 // time (exp_avx512, about 1 ulp from std::exp). K and V are read through L (fp32, fp16, fp8 or int8; int8
@@ -374,14 +387,7 @@ void attend_group_registers(float* acc, float* row_max, float* row_sum, const fl
     for (int c = 0; c < NV; ++c) a[c] = _mm512_mul_ps(a[c], _mm512_set1_ps(rescale));
     *row_max = new_max;
   }
-  __m512 w_sum = _mm512_setzero_ps();
-  for (int j = j0; j < n; j += 16) {
-    const __mmask16 m = tail_mask(std::min(16, n - j));
-    const __m512 w = exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, scores + j), _mm512_set1_ps(new_max)));
-    _mm512_mask_storeu_ps(scores + j, m, w);
-    w_sum = _mm512_mask_add_ps(w_sum, m, w_sum, w);
-  }
-  *row_sum += reduce16(w_sum);
+  *row_sum += attend_weights(scores, j0, n, new_max);
   at = kv_group_cursor(g, j0);
   for (int j = j0; j < n; ++j, at.next(g)) {
     if (g.ahead) g.ahead->advance(row_bytes);
@@ -536,14 +542,7 @@ void attend_group_rows_registers(const attend_row* rows, int n_rows, const kv_gr
         _mm512_storeu_ps(rows[r].acc + 16 * c, _mm512_mul_ps(_mm512_loadu_ps(rows[r].acc + 16 * c), _mm512_set1_ps(rescale)));
       *rows[r].max = new_max;
     }
-    __m512 w_sum = _mm512_setzero_ps();
-    for (int j = j0; j < n; j += 16) {
-      const __mmask16 m = tail_mask(std::min(16, n - j));
-      const __m512 w = exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, sr + j), _mm512_set1_ps(new_max)));
-      _mm512_mask_storeu_ps(sr + j, m, w);
-      w_sum = _mm512_mask_add_ps(w_sum, m, w_sum, w);
-    }
-    *rows[r].sum += reduce16(w_sum);
+    *rows[r].sum += attend_weights(sr, j0, n, new_max);
   }
   constexpr int rows_per_pass = 16 / NV;
   for (int r0 = 0; r0 < n_rows; r0 += rows_per_pass) {
