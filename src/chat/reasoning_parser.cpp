@@ -7,8 +7,6 @@ namespace {
 
 constexpr std::string_view think_open = "<think>", think_close = "</think>";
 
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
-
 std::size_t partial_marker_tail(std::string_view text, std::string_view marker) {
   for (std::size_t n = std::min(text.size(), marker.size() - 1); n > 0; --n)
     if (text.substr(text.size() - n) == marker.substr(0, n)) return n;
