@@ -2,6 +2,7 @@
 // and the file's row-after-row blocks.
 #include "model/ggml_block_panels.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -45,9 +46,11 @@ constexpr auto iq4_xs_fields = [] {
 }();
 // q4_k (2304-byte panel block, 16 rows): d at 2 i, dmin at 32 + 2 i; the 12 packed scale bytes as
 // three runs of 64 bytes, 4 bytes a row (64, 128, 192 + 4 i); then bytes 4k..4k+3 of the 128 bytes of
-// nibbles at 256 + 64 k + 4 i (k < 32).
+// nibbles at 256 + 64 k + 4 i (k < 32). The header moves (d, dmin, scales) are q5_k's too.
+constexpr field_move k_scales_header[] = {{0, 2, 0, 2}, {2, 2, 32, 2}, {4, 4, 64, 4}, {8, 4, 128, 4}, {12, 4, 192, 4}};
 constexpr auto q4_k_fields = [] {
-  std::array<field_move, 5 + 32> f{{{0, 2, 0, 2}, {2, 2, 32, 2}, {4, 4, 64, 4}, {8, 4, 128, 4}, {12, 4, 192, 4}}};
+  std::array<field_move, 5 + 32> f{};
+  std::ranges::copy(k_scales_header, f.begin());
   for (int k = 0; k < 32; ++k) f[5 + k] = {16 + 4 * k, 4, 256 + 64 * k, 4};
   return f;
 }();
@@ -60,7 +63,8 @@ constexpr field_move q8_0_fields[] = {{0, 2, 0, 2},      {2, 4, 32, 4},     {6, 
 // q5_k (2816 bytes): q4_k's d, dmin and scales; qh bytes 4m..4m+3 at 256 + 64 m + 4 i (m < 8); then bytes
 // 4k..4k+3 of the 128 bytes of nibbles at 768 + 64 k + 4 i (k < 32).
 constexpr auto q5_k_fields = [] {
-  std::array<field_move, 5 + 8 + 32> f{{{0, 2, 0, 2}, {2, 2, 32, 2}, {4, 4, 64, 4}, {8, 4, 128, 4}, {12, 4, 192, 4}}};
+  std::array<field_move, 5 + 8 + 32> f{};
+  std::ranges::copy(k_scales_header, f.begin());
   for (int m = 0; m < 8; ++m) f[5 + m] = {16 + 4 * m, 4, 256 + 64 * m, 4};
   for (int k = 0; k < 32; ++k) f[13 + k] = {48 + 4 * k, 4, 768 + 64 * k, 4};
   return f;

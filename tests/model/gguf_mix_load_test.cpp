@@ -65,16 +65,7 @@ decoded greedy_decode(const model& m, const kernels::kernel_table& kt, std::vect
   int first = 0;
   while (static_cast<int>(out.tokens.size()) < n_total) {
     const int n = static_cast<int>(out.tokens.size());
-    step_batch b;
-    b.seq_block_offset = {0};
-    for (int blk = 0; blk * block_size < n; ++blk) b.block_tables.push_back(blk);
-    for (int p = first; p < n; ++p) {
-      b.logits_rows.push_back(b.n_tokens());
-      b.tokens.push_back(out.tokens[p]);
-      b.positions.push_back(p);
-      b.seq_of_token.push_back(0);
-      b.slots.push_back(p);
-    }
+    const step_batch b = test::one_sequence_step(out.tokens, first, block_size);
     const float* logits = forward.run(b, cache);
     for (int r = 0; r < b.n_tokens(); ++r) out.logits.emplace_back(logits + r * vocab, logits + (r + 1) * vocab);
     const std::vector<float>& last = out.logits.back();

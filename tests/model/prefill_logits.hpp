@@ -11,23 +11,30 @@
 
 namespace pagedserve::test {
 
+// The step that runs positions [first, ids.size()) of one sequence whose K/V holds [0, first), every
+// position's logits kept, its slots in blocks 0, 1, ... of the cache.
+inline step_batch one_sequence_step(const std::vector<token_id>& ids, int first, int block_size) {
+  const int n = static_cast<int>(ids.size());
+  step_batch b;
+  b.seq_block_offset = {0};
+  for (int blk = 0; blk * block_size < n; ++blk) b.block_tables.push_back(blk);
+  for (int p = first; p < n; ++p) {
+    b.logits_rows.push_back(b.n_tokens());
+    b.tokens.push_back(ids[p]);
+    b.positions.push_back(p);
+    b.seq_of_token.push_back(0);
+    b.slots.push_back(p);
+  }
+  return b;
+}
+
 inline std::vector<float> prefill_logits(const model& m, const kernels::kernel_table& kt, const std::vector<token_id>& ids) {
   const model_config& c = m.config;
   constexpr int block_size = 16;
   const int n = static_cast<int>(ids.size());
   kv_cache cache(c.n_layers, (n + block_size - 1) / block_size, block_size, c.n_kv_heads, c.head_size());
   forward_pass forward(m, kt, n);
-  step_batch b;
-  b.tokens = ids;
-  b.seq_block_offset = {0};
-  for (int p = 0; p < n; ++p) {
-    b.positions.push_back(p);
-    b.seq_of_token.push_back(0);
-    b.slots.push_back(p);
-    b.logits_rows.push_back(p);
-    if (p % block_size == 0) b.block_tables.push_back(p / block_size);
-  }
-  const float* logits = forward.run(b, cache);
+  const float* logits = forward.run(one_sequence_step(ids, 0, block_size), cache);
   return {logits, logits + static_cast<std::size_t>(n) * c.vocab_size};
 }
 
