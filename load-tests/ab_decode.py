@@ -2,7 +2,8 @@
 """A/B of two bench_decode binaries in one run (docs/roofline.md): the binaries alternate, ROUNDS times,
 so both see the same drift of this shared machine; per case it prints the best tok/s of each, the
 per-round ratios (their spread says how much the figures can be trusted), the roofline counters and
-attention's share (ms_attention, GB/s_attention) of the best runs, and the load average during the runs.
+attention's share (ms_attention, GB/s_attention) of the best runs, and the load average during the runs; then
+each best run's in-process bandwidth probe and the GB/s (ms) of its matmul phases (bench_decode's split).
 
   load-tests/ab_decode.py 3 's110m/int8(/kv_f16)?/streams:(1|16|64)' OLD/bench_decode NEW/bench_decode
 
@@ -56,6 +57,15 @@ def main():
         print(f"{case:36} {o['tok/s']:9.1f} {n['tok/s']:9.1f} {o['roofline']:8.3f} {n['roofline']:8.3f} "
               f"{n.get('bound', nan):9.3f} {o.get('ms_attention', nan):10.2f} {n.get('ms_attention', nan):10.2f} "
               f"{o.get('GB/s_attention', nan):12.1f} {n.get('GB/s_attention', nan):12.1f}  {per_round}")
+    # The split of the best runs: each matmul phase's GB/s (ms) and the in-process bandwidth probe.
+    for case, sides in best.items():
+        for side in ("old", "new"):
+            b = sides.get(side)
+            if not b or "bw_GB/s" not in b:
+                continue
+            phases = " ".join(f"{p} {b['GB/s_' + p]:.1f} ({b['ms_' + p]:.3f})" for p in
+                              ("qkv", "wo", "ffn_up", "ffn_down", "classifier") if "GB/s_" + p in b)
+            print(f"  {case} {side}: probe {b['bw_GB/s']:.1f} GB/s, ratio {b.get('ratio', float('nan')):.3f}; {phases}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 // (dim 768, hidden 2048, vocab 32000), from decode (1 token) to prefill batches (64, 256 tokens);
 // and for the ggml block formats ("blocks/", int8 activations; peak_ratio against the vpdpbusd peak)
 // on TinyLlama's FFN shapes (5632x2048, 2048x5632), its classifier (32000x2048, q6_k only) and s110m's w1
-// (2048x768), 1 to 128 tokens.
+// (2048x768), 1 to 128 tokens; and the activation quantization of those ("quantize_activations/").
 // Names carry the dtype and ISA, scalar first for each case, so one run shows the speed-ups side by
 // side; "ratio_vs_scalar" is this table's speed over scalar's on the same case, "ratio_vs_f32" this
 // dtype's speed over f32's on the same case and table (f32 runs first, in the same process).
@@ -216,6 +216,29 @@ void bench_block_matmul(benchmark::State& state, const kernel_table* kt, dtype t
   if (it != seconds_per_case().end()) state.counters["ratio_vs_scalar"] = it->second / seconds;
 }
 
+// One token's activation quantization for the block matmuls (kernel_table::quantize_activations), which
+// each block matmul of a decode step runs on one thread before its fork: 768 and 2048 wide (the s110m
+// rows) in the q8_0 (q4_0, q8_0, ...) and q8_K (K-quants, iq4_xs) formats; "ns" a call and ratio_vs_scalar.
+void bench_quantize_activations(benchmark::State& state, const kernel_table* kt, dtype type, int n) {
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> x(n);
+  for (float& f : x) f = dist(rng);
+  std::vector<std::byte> xq(activation_row_bytes(type, n));
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    kt->quantize_activations(xq.data(), x.data(), type, n);
+    benchmark::DoNotOptimize(xq.data());
+    benchmark::ClobberMemory();
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / state.iterations();
+  state.counters["ns"] = seconds * 1e9;
+  seconds_per_case()[std::make_tuple(kt->which, type, 1, n, 1)] = seconds;
+  const auto it = seconds_per_case().find(std::make_tuple(isa::scalar, type, 1, n, 1));
+  if (it != seconds_per_case().end()) state.counters["ratio_vs_scalar"] = it->second / seconds;
+}
+
 // The bandwidth probe as a benchmark too, so its figure sits in the table next to the matmuls.
 void bench_read_bandwidth(benchmark::State& state) {
   double gbps = 0.0;
@@ -240,6 +263,15 @@ void register_benchmarks() {
               ->Unit(benchmark::kMicrosecond)
               ->MinTime(0.2);
         }
+  for (dtype type : {dtype::q4_0, dtype::q4_k})
+    for (int n : {768, 2048})
+      for (const kernel_table* kt : tables) {
+        const std::string name = "quantize_activations/" + std::to_string(n) + "/" + std::string(dtype_name(type)) + "/" +
+                                 std::string(isa_name(kt->which));
+        benchmark::RegisterBenchmark(name.c_str(), bench_quantize_activations, kt, type, n)
+            ->Unit(benchmark::kNanosecond)
+            ->MinTime(0.1);
+      }
   for (const matmul_shape& shape : block_shapes)
     for (int n_tokens : block_token_counts)
       for (dtype type : block_types)

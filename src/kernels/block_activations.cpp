@@ -1,6 +1,7 @@
 // Activation quantizers for the block-quantized matmuls, with the arithmetic of ggml's CPU backend on
 // x86 (quantize_row_q8_0/q8_1's AVX path, quantize_row_q8_K_ref), so dot products here see the very
-// integers llama.cpp's do. Every table uses these: the activations are the same bits everywhere.
+// integers llama.cpp's do. The AVX-512 tables run block_activations_avx512.cpp's copy of this arithmetic:
+// the activations are the same bits everywhere.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

@@ -8,8 +8,10 @@
 
 namespace pagedserve::kernels::detail {
 
-// kernel_table::quantize_activations (block_activations.cpp), the same for every table.
+// kernel_table::quantize_activations (block_activations.cpp), and the AVX-512 tables' version of it
+// (block_activations_avx512.cpp): the same bytes in every table.
 void quantize_activations(std::byte* xq, const float* x, dtype wtype, int n);
+void quantize_activations_avx512(std::byte* xq, const float* x, dtype wtype, int n);
 
 // kernel_table::matmul_blocks of the scalar table (block_dot_scalar.cpp) and the SIMD ones.
 void matmul_blocks_scalar(float* out, const std::byte* xq, const weight& w, int n_tokens, int o_begin, int o_end);

@@ -596,7 +596,7 @@ extern const kernel_table kernel_table_avx512 = {
     detail::matmul_i8_avx512, detail::quantize_token_u8_avx512,
     sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_group_avx512, attend_group_rows_avx512,
     f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512, false,
-    detail::quantize_activations, detail::matmul_blocks_avx512,
+    detail::quantize_activations_avx512, detail::matmul_blocks_avx512,
 };
 
 // The same with the int8 and block-quantized matmuls on AVX512-VNNI.
@@ -605,7 +605,7 @@ extern const kernel_table kernel_table_avx512_vnni = {
     detail::matmul_i8_avx512_vnni, detail::quantize_token_u8_avx512,
     sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_group_avx512, attend_group_rows_avx512,
     f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512, false,
-    detail::quantize_activations, detail::matmul_blocks_avx512_vnni,
+    detail::quantize_activations_avx512, detail::matmul_blocks_avx512_vnni,
 };
 
 // The same with bf16 weights on AVX512-BF16 dot products (bf16_dot_avx512_bf16.cpp).
@@ -614,7 +614,7 @@ extern const kernel_table kernel_table_avx512_bf16 = {
     detail::matmul_i8_avx512_vnni, detail::quantize_token_u8_avx512,
     sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_group_avx512, attend_group_rows_avx512,
     f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512, true,
-    detail::quantize_activations, detail::matmul_blocks_avx512_vnni,
+    detail::quantize_activations_avx512, detail::matmul_blocks_avx512_vnni,
 };
 
 }  // namespace pagedserve::kernels
