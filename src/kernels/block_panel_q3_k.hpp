@@ -1,17 +1,18 @@
 #pragma once
 // q3_k over 16-row panels (model/ggml_block_panels.hpp) on zmm with VNNI, on q2_k's loop over panels and
 // tokens (block_panel_q23_k.hpp). The panel stores each weight as u = its 2 qs bits + 4 x its hmask bit
-// (0..7, the file's -4..3 plus 4), re-encoded at load in triples of 64-byte runs X, Y, Z that hold groups
-// 2p and 2p + 1 (ggml_block_panels.cpp, q3_k_weights_to_panel): 6 of a triple's 8 weight vectors are one
-// vpandd (u at bits 0-2: x 1, or at bits 5-7: x 32), the other 2 a shift of Z and one vpternlogd
-// ((X ^ Z << 2) & 0x38: u x 8). Per group a chain of 4 vpdpbusd against the token's activations
-// ({1to16} broadcast), shifted once in the middle so that its 4 quads share one power of 2 (group 2p:
-// x 1, x 1, x 1, << 3, x 8; group 2p + 1: x 8, << 2, x 32, x 32, x 32); it starts at -4 x the token's
-// group sum scaled alike (panel_q3_k::token_extras), so it ends at 8 or 32 x the signed dot the row
-// kernel computes (|dot| <= 16 x 4 x 128), exactly. Shifted to the upper 16 bits as the dot itself, it
-// meets the group's 6-bit signed scale there in one vpdpwssd.
-// Per 256 weights and 16 rows: 64 vpdpbusd, 48 vpandd, 16 shifts + 16 vpternlogd for the weights (the
-// 2-bit + hmask planes took 64 vpandd, 64 vptestmb, 64 masked vpaddb and 16 shifts).
+// (0..7, the file's -4..3 plus 4), re-encoded at load in triples of 64-byte runs X, Y, Z, triple p holding
+// groups g0 = 4 (p / 2) + p % 2 and g0 + 2 (ggml_block_panels.cpp, q3_k_weights_to_panel): 6 of a triple's
+// 8 weight vectors are one vpandd (u at bits 0-2: x 1, or at bits 5-7: x 32), the other 2 a shift of Z and
+// one vpternlogd ((X ^ Z << 2) & 0x38: u x 8). Per group a chain of 4 vpdpbusd against the token's
+// activations ({1to16} broadcast), shifted once in the middle so that its quads meet at one power of 2:
+// g0's x 8, then >> 3 (exact), x 1, x 1, x 1 ends at its signed dot; g0 + 2's x 8, << 2, x 32, x 32, x 32
+// ends at 32 x its dot. Both start at -32 x the token's group sum (panel_q3_k::token_extras: the offset
+// 4 of u), so the chains hold the dots the row kernel computes (|dot| <= 16 x 4 x 128), exactly. One
+// vpternlogd puts g0's dot in the lower 16 bits and g0 + 2's (shifted up 11) in the upper, and one
+// vpdpwssd meets them with the pair of 6-bit signed scales (one vpsraw of the unpacked scale bytes).
+// Per 256 weights and 16 rows: 64 vpdpbusd, 48 vpandd, 32 vpternlogd, 40 shifts, 8 vpdpwssd (the 2-bit +
+// hmask planes took 64 vpandd, 64 vptestmb, 64 masked vpaddb, 16 vpdpwssd and ~80 shifts).
 // fp32: per row, acc += float(isum) * (d * y.d) super-block after super-block: one sequence whatever the
 // token count, tile or row range. Included by the avx512_vnni file only, after block_panel_q23_k.hpp.
 #include <immintrin.h>
@@ -45,20 +46,21 @@ struct panel_q3_k {
     for (int q = 0; q < 4; ++q)
       s[q] = _mm512_sub_epi8(_mm512_ternarylogic_epi32(low[q], top[q], bits45, 0xF8), _mm512_set1_epi8(32));
   }
-  // Group g's scale sign-extended into the upper 16 bits of each row's element (the lower 16 are left
-  // over: the chain's are 0 there).
-  static __m512i scale(const __m512i* s, int g) {
-    const __m512i byte_in_upper_half = g % 4 == 3   ? s[g / 4]
-                                       : g % 4 == 2 ? _mm512_slli_epi16(s[g / 4], 8)
-                                                    : _mm512_slli_epi32(s[g / 4], 16 + 8 * (1 - g % 4));
-    return _mm512_srai_epi16(byte_in_upper_half, 8);
+  // Triple p's pair of scales, groups g0 = 4q + e (q = p / 2, e = p % 2) and g0 + 2, as 16-bit halves of
+  // each row's element: bytes e and e + 2 of s[q] sign-extended.
+  static __m512i scale_pair(const __m512i* s, int p) {
+    return _mm512_srai_epi16(p % 2 ? s[p / 2] : _mm512_slli_epi16(s[p / 2], 8), 8);
   }
-  // The chain of group g starts at -4 x its activations' sum, in units of its quads before the shift
-  // (x 1 for even g, x 8 for odd g: the shift then brings it to x 8 and x 32, the chain's power of 2).
+  // Every chain starts at -4 x its group's activation sum in units of its first quad (x 8).
   static void token_extras(std::int32_t* extra, const act_block256& y) {
-    for (int g = 0; g < 16; ++g) extra[g] = (g % 2 ? -32 : -4) * y.bsums[g];
+    for (int g = 0; g < 16; ++g) extra[g] = -32 * y.bsums[g];
   }
 };
+
+inline __m512i dpbusd_1to16(__m512i acc, __m512i w, const std::int8_t* a) {
+  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const std::int32_t*>(a)));
+  return acc;
+}
 
 // sums[t * 16 + r] = row r of the panel · token t's activations y[t], t < n_t; starts[t] holds token t's
 // 16 chain starts per super-block (panel_q3_k::token_extras).
@@ -69,7 +71,7 @@ void q3_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
   for (int t = 0; t < n_t; ++t) acc[t] = _mm512_setzero_ps();
   for (int b = 0; b < nb; ++b) {
     const std::byte* block = panel + static_cast<std::size_t>(b) * panel_q3_k::block_bytes;
-    const auto activations = [&](int t, int g, int r) { return q23_k_broadcast4(y[t][b].qs + 16 * g + 4 * r); };
+    const auto activations = [&](int t, int g, int r) { return y[t][b].qs + 16 * g + 4 * r; };
     const auto mask = [](int m) { return _mm512_set1_epi8(static_cast<char>(m)); };
     __m512i isum[n_t], group_scales[4];
     for (int t = 0; t < n_t; ++t) isum[t] = _mm512_setzero_si512();
@@ -79,29 +81,32 @@ void q3_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
       const std::byte* triple = block + panel_q3_k::triples_at + panel_q3_k::triple_bytes * p;
       const __m512i x = _mm512_loadu_si512(triple), y_run = _mm512_loadu_si512(triple + 64),
                     z = _mm512_loadu_si512(triple + 128);
-      const int even = 2 * p, odd = 2 * p + 1;
-      // Group 2p: quads 0-2 at x 1, quad 3 at x 8 ((X ^ Z << 2) & 0x38: vpternlogd 0x28 is c & (a ^ b)).
-      const __m512i w_even[4] = {_mm512_and_si512(x, mask(7)), _mm512_and_si512(y_run, mask(7)),
-                                 _mm512_and_si512(z, mask(7)),
-                                 _mm512_ternarylogic_epi32(x, _mm512_slli_epi32(z, 2), mask(0x38), 0x28)};
-      // Group 2p + 1: quad 3 at x 8 ((Y ^ Z << 1) & 0x38), quads 0-2 at x 32.
-      const __m512i w_odd[4] = {_mm512_ternarylogic_epi32(y_run, _mm512_slli_epi32(z, 1), mask(0x38), 0x28),
-                                _mm512_and_si512(x, mask(0xE0)), _mm512_and_si512(y_run, mask(0xE0)),
-                                _mm512_and_si512(z, mask(0xE0))};
-      const __m512i scale_even = panel_q3_k::scale(group_scales, even), scale_odd = panel_q3_k::scale(group_scales, odd);
+      const int g0 = 4 * (p / 2) + p % 2, g2 = g0 + 2;
+      // Group g0: quad 3 at x 8 ((X ^ Z << 2) & 0x38: vpternlogd 0x28 is c & (a ^ b)), quads 0-2 at x 1.
+      const __m512i w_g0[4] = {_mm512_ternarylogic_epi32(x, _mm512_slli_epi32(z, 2), mask(0x38), 0x28),
+                               _mm512_and_si512(x, mask(7)), _mm512_and_si512(y_run, mask(7)),
+                               _mm512_and_si512(z, mask(7))};
+      // Group g0 + 2: quad 3 at x 8 ((Y ^ Z << 1) & 0x38), quads 0-2 at x 32.
+      const __m512i w_g2[4] = {_mm512_ternarylogic_epi32(y_run, _mm512_slli_epi32(z, 1), mask(0x38), 0x28),
+                               _mm512_and_si512(x, mask(0xE0)), _mm512_and_si512(y_run, mask(0xE0)),
+                               _mm512_and_si512(z, mask(0xE0))};
+      const __m512i scales = panel_q3_k::scale_pair(group_scales, p);
 #pragma GCC unroll 4
       for (int t = 0; t < n_t; ++t) {
         const std::int32_t* start = starts[t] + panel_q3_k::extra_per_block * b;
-        __m512i chain = _mm512_set1_epi32(start[even]);
+        __m512i dot0 = dpbusd_1to16(_mm512_set1_epi32(start[g0]), w_g0[0], activations(t, g0, 3));
+        __m512i dot2 = dpbusd_1to16(_mm512_set1_epi32(start[g2]), w_g2[0], activations(t, g2, 3));
+        dot0 = _mm512_srai_epi32(dot0, 3);
+        dot2 = _mm512_slli_epi32(dot2, 2);
 #pragma GCC unroll 3
-        for (int r = 0; r < 3; ++r) chain = _mm512_dpbusd_epi32(chain, w_even[r], activations(t, even, r));
-        chain = _mm512_dpbusd_epi32(_mm512_slli_epi32(chain, 3), w_even[3], activations(t, even, 3));
-        isum[t] = _mm512_dpwssd_epi32(isum[t], _mm512_slli_epi32(chain, 13), scale_even);  // 8 x dot to dot << 16
-        chain = _mm512_dpbusd_epi32(_mm512_set1_epi32(start[odd]), w_odd[0], activations(t, odd, 3));
-        chain = _mm512_slli_epi32(chain, 2);
-#pragma GCC unroll 3
-        for (int r = 0; r < 3; ++r) chain = _mm512_dpbusd_epi32(chain, w_odd[1 + r], activations(t, odd, r));
-        isum[t] = _mm512_dpwssd_epi32(isum[t], _mm512_slli_epi32(chain, 11), scale_odd);  // 32 x dot to dot << 16
+        for (int r = 0; r < 3; ++r) {
+          dot0 = dpbusd_1to16(dot0, w_g0[1 + r], activations(t, g0, r));
+          dot2 = dpbusd_1to16(dot2, w_g2[1 + r], activations(t, g2, r));
+        }
+        // g0's dot in the lower half (its upper half is sign bits), g0 + 2's (32 x dot << 11) in the upper:
+        // vpternlogd 0xEC is (a & c) | b.
+        const __m512i pair = _mm512_ternarylogic_epi32(dot0, _mm512_slli_epi32(dot2, 11), _mm512_set1_epi32(0xFFFF), 0xEC);
+        isum[t] = _mm512_dpwssd_epi32(isum[t], pair, scales);
       }
     }
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block)));

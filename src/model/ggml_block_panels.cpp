@@ -135,14 +135,16 @@ std::uint32_t qh_from_panel(std::uint32_t panel) {
 }
 
 // q3_k's weights in the panel: u = the 2 qs bits + 4 x the hmask bit (0..7, the file's -4..3 plus 4) of
-// weight 16g + 4r + k (group g, its quad r, byte k) of row i. Triple p (p < 8) holds groups 2p and 2p + 1 in
-// three runs X, Y, Z of 64 bytes at 224 + 192p (+ 64, + 128), byte 4i + k of each:
+// weight 16g + 4r + k (group g, its quad r, byte k) of row i. Triple p (p < 8) holds groups
+// g0 = 4 (p / 2) + p % 2 and g0 + 2 (whose scales one vpsraw pairs) in three runs X, Y, Z of 64 bytes at
+// 224 + 192p (+ 64, + 128), byte 4i + k of each:
 //   X = a | b << 5 | x3 << 3 | x4 << 4,  Y = c | d << 5 | y3 << 3 | y4 << 4,  Z = e | f << 5 | z3 << 3 | z4 << 4
-// where a, c, e are group 2p's quads 0-2 and b, d, f group 2p + 1's; the 3 bits of group 2p's quad 3
-// (pp) are (X ^ Z << 2) & 0x38 and of group 2p + 1's (qq) (Y ^ Z << 1) & 0x38, which fixes x3, x4, z3
-// and y3, y4, z4. So every weight comes out of the runs with one and or one shift + vpternlogd
+// where a, c, e are group g0's quads 0-2 and b, d, f group g0 + 2's; the 3 bits of g0's quad 3 (pp) are
+// (X ^ Z << 2) & 0x38 and of g0 + 2's (qq) (Y ^ Z << 1) & 0x38, which fixes x3, x4, z3 and y3, y4, z4.
+// So every weight comes out of the runs with one vpandd or a shift + one vpternlogd
 // (block_panel_q3_k.hpp): 96 bytes a row for 256 weights, as the file's qs and hmask.
 constexpr int q3_k_triples_at = 224, q3_k_triple_bytes = 192;
+constexpr int q3_k_triple_group(int p, int second) { return 4 * (p / 2) + p % 2 + 2 * second; }
 
 int q3_k_u(const std::byte* block, int w) {
   const int g = w / 16, l = w % 16, n = g / 8, j = g % 8 / 2, h = g % 2;
@@ -162,7 +164,7 @@ constexpr int bit(int v, int b) { return (v >> b) & 1; }
 void q3_k_weights_to_panel(std::byte* to, const std::byte* block, int i) {
   for (int p = 0; p < 8; ++p)
     for (int k = 0; k < 4; ++k) {
-      const auto u = [&](int g, int r) { return q3_k_u(block, 16 * (2 * p + g) + 4 * r + k); };
+      const auto u = [&](int g, int r) { return q3_k_u(block, 16 * q3_k_triple_group(p, g) + 4 * r + k); };
       const int a = u(0, 0), c = u(0, 1), e = u(0, 2), pp = u(0, 3), b = u(1, 0), d = u(1, 1), f = u(1, 2), qq = u(1, 3);
       const int z3 = bit(pp, 2) ^ bit(b, 0), z4 = bit(qq, 2) ^ bit(d, 0);
       const int x = a | b << 5 | (bit(pp, 0) ^ bit(e, 1)) << 3 | (bit(pp, 1) ^ bit(e, 2)) << 4;
@@ -185,7 +187,7 @@ void q3_k_weights_from_panel(std::byte* block, const std::byte* from, int i) {
       const int pp = (x ^ z << 2) >> 3 & 7, qq = (y ^ z << 1) >> 3 & 7;
       const int u[2][4] = {{x & 7, y & 7, z & 7, pp}, {x >> 5, y >> 5, z >> 5, qq}};
       for (int g = 0; g < 2; ++g)
-        for (int r = 0; r < 4; ++r) q3_k_set_u(block, 16 * (2 * p + g) + 4 * r + k, u[g][r]);
+        for (int r = 0; r < 4; ++r) q3_k_set_u(block, 16 * q3_k_triple_group(p, g) + 4 * r + k, u[g][r]);
     }
 }
 
