@@ -35,31 +35,25 @@ inline __m512i q23_k_broadcast4(const void* p) {
   return _mm512_set1_epi32(v);
 }
 
+// acc + vpdpbusd(w, the 4 activations at a broadcast to every element), the broadcast as the instruction's
+// {1to16} memory operand: GCC emits a separate vpbroadcastd for _mm512_set1_epi32 of a load, which
+// measured 1.1x slower on q3_k's 1-token kernel.
+inline __m512i q23_k_dpbusd_1to16(__m512i acc, __m512i w, const std::int8_t* a) {
+  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const std::int32_t*>(a)));
+  return acc;
+}
+
 // q2_k's panel block (1344 bytes): d at 2i, dmin at 32 + 2i, scale bytes 4s..4s+3 at 64 + 64s + 4i
 // (s < 4; low nibble scale, high nibble min), qs bytes 4k..4k+3 at 320 + 64k + 4i (k < 16).
 struct panel_q2_k {
   static constexpr std::size_t block_bytes = 16 * 84;
-  static constexpr int qs_at = 320;
+  static constexpr int qs_at = 320, scales_at = 64;
   static constexpr int extra_per_block = 8;  // min pairs
-  // Its scales are read per group from the block (L1): unpacking them once per super-block, as q3_k's,
-  // holds 4 more registers and measured slower here.
-  static void scales(const std::byte*, __m512i*) {}
-  // Group g's 4-bit scale, a row per element.
-  static __m512i scale(const std::byte* block, const __m512i*, int g) {
-    const __m512i run = _mm512_loadu_si512(block + 64 + 64 * (g / 4));
-    return _mm512_and_si512(_mm512_srli_epi32(run, 8 * (g % 4)), _mm512_set1_epi32(0xF));
-  }
-  // Field j in place: 4^j x the weight, one vpandd and no shift.
-  static __m512i weight(__m512i v, int j) {
-    return _mm512_and_si512(v, _mm512_set1_epi8(static_cast<char>(3 << 2 * j)));
-  }
-  // isum + the group's sum (4^j x its dot: shifted back exactly, then |dot| <= 16 x 3 x 128 fits 16 bits)
-  // x the scale (upper half 0) in one vpdpwssd.
-  static __m512i scaled_add(__m512i isum, __m512i chain, __m512i scale, int j) {
-    return _mm512_dpwssd_epi32(isum, _mm512_srai_epi32(chain, 2 * j), scale);
-  }
   static void token_extras(std::int32_t* extra, const act_block256& y);  // the mins' activation pairs
 };
+
+// Field j of each qs byte in place: 4^j x the weight, one vpandd and no shift.
+inline __m512i q2_k_field_in_place(__m512i v, int j) { return _mm512_and_si512(v, _mm512_set1_epi8(static_cast<char>(3 << 2 * j))); }
 
 // sums[t * 16 + r] = row r of the panel · token t's activations y[t], t < n_t; extra[t] holds token t's
 // F::extra_per_block values per super-block (F::token_extras).
@@ -70,9 +64,8 @@ void q23_k_panel_dot(float* sums, const std::byte* panel, const act_block256* co
   for (int t = 0; t < n_t; ++t) acc[t] = acc_min[t] = _mm512_setzero_ps();
   for (int b = 0; b < nb; ++b) {
     const std::byte* block = panel + static_cast<std::size_t>(b) * F::block_bytes;
-    __m512i isum[n_t], group_scales[4];
+    __m512i isum[n_t];
     for (int t = 0; t < n_t; ++t) isum[t] = _mm512_setzero_si512();
-    F::scales(block, group_scales);
 #pragma GCC unroll 2
     for (int n = 0; n < 2; ++n)
 #pragma GCC unroll 2
@@ -80,20 +73,32 @@ void q23_k_panel_dot(float* sums, const std::byte* panel, const act_block256* co
         __m512i v[4];
 #pragma GCC unroll 4
         for (int r = 0; r < 4; ++r) v[r] = _mm512_loadu_si512(block + F::qs_at + 64 * (8 * n + 4 * h + r));
+        // Fields j = 2jp and 2jp + 1: groups g = 8n + 4jp + h and g + 2, whose 4-bit scales are bytes h and
+        // h + 2 of the row's scale run 2n + jp (one vpandd, after a shift for h = 1).
+#pragma GCC unroll 2
+        for (int jp = 0; jp < 2; ++jp) {
+          const int g = 8 * n + 4 * jp + h;
+          const __m512i run = _mm512_loadu_si512(block + F::scales_at + 64 * (2 * n + jp));
+          const __m512i scales = _mm512_and_si512(h ? _mm512_srli_epi32(run, 8) : run, _mm512_set1_epi32(0x000F000F));
+          __m512i w[2][4];
 #pragma GCC unroll 4
-        for (int j = 0; j < 4; ++j) {
-          const int g = 8 * n + 2 * j + h;
-          __m512i w[4];
-#pragma GCC unroll 4
-          for (int r = 0; r < 4; ++r) w[r] = F::weight(v[r], j);
-          const __m512i scale = F::scale(block, group_scales, g);
+          for (int r = 0; r < 4; ++r)
+#pragma GCC unroll 2
+            for (int e = 0; e < 2; ++e) w[e][r] = q2_k_field_in_place(v[r], 2 * jp + e);
 #pragma GCC unroll 4
           for (int t = 0; t < n_t; ++t) {
             const std::int8_t* q = y[t][b].qs + 16 * g;
-            __m512i chain = _mm512_setzero_si512();
+            __m512i chain[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
 #pragma GCC unroll 4
-            for (int r = 0; r < 4; ++r) chain = _mm512_dpbusd_epi32(chain, w[r], q23_k_broadcast4(q + 4 * r));
-            isum[t] = F::scaled_add(isum[t], chain, scale, j);
+            for (int r = 0; r < 4; ++r)
+#pragma GCC unroll 2
+              for (int e = 0; e < 2; ++e) chain[e] = q23_k_dpbusd_1to16(chain[e], w[e][r], q + 32 * e + 4 * r);
+            // Group g's dot (4^(2jp) x it, shifted back exactly) in the lower 16 bits, its upper half sign bits;
+            // group g + 2's (4^(2jp + 1) x it, shifted to dot << 16) in the upper: vpternlogd 0xEC is (a & c) | b.
+            const __m512i low = jp ? _mm512_srai_epi32(chain[0], 4) : chain[0];
+            const __m512i pair = _mm512_ternarylogic_epi32(low, _mm512_slli_epi32(chain[1], 14 - 4 * jp),
+                                                           _mm512_set1_epi32(0xFFFF), 0xEC);
+            isum[t] = _mm512_dpwssd_epi32(isum[t], pair, scales);
           }
         }
       }

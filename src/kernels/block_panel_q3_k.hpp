@@ -57,11 +57,6 @@ struct panel_q3_k {
   }
 };
 
-inline __m512i dpbusd_1to16(__m512i acc, __m512i w, const std::int8_t* a) {
-  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const std::int32_t*>(a)));
-  return acc;
-}
-
 // sums[t * 16 + r] = row r of the panel · token t's activations y[t], t < n_t; starts[t] holds token t's
 // 16 chain starts per super-block (panel_q3_k::token_extras).
 template <int n_t>
@@ -79,8 +74,11 @@ void q3_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
 #pragma GCC unroll 8
     for (int p = 0; p < 8; ++p) {
       const std::byte* triple = block + panel_q3_k::triples_at + panel_q3_k::triple_bytes * p;
-      const __m512i x = _mm512_loadu_si512(triple), y_run = _mm512_loadu_si512(triple + 64),
+      __m512i x = _mm512_loadu_si512(triple), y_run = _mm512_loadu_si512(triple + 64),
                     z = _mm512_loadu_si512(triple + 128);
+      // Held in registers: GCC otherwise folds each use into its own 64-byte load (10 a triple), which ran
+      // the 1-token kernel 1.5x slower.
+      asm("" : "+v"(x), "+v"(y_run), "+v"(z));
       const int g0 = 4 * (p / 2) + p % 2, g2 = g0 + 2;
       // Group g0: quad 3 at x 8 ((X ^ Z << 2) & 0x38: vpternlogd 0x28 is c & (a ^ b)), quads 0-2 at x 1.
       const __m512i w_g0[4] = {_mm512_ternarylogic_epi32(x, _mm512_slli_epi32(z, 2), mask(0x38), 0x28),
@@ -94,14 +92,14 @@ void q3_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
 #pragma GCC unroll 4
       for (int t = 0; t < n_t; ++t) {
         const std::int32_t* start = starts[t] + panel_q3_k::extra_per_block * b;
-        __m512i dot0 = dpbusd_1to16(_mm512_set1_epi32(start[g0]), w_g0[0], activations(t, g0, 3));
-        __m512i dot2 = dpbusd_1to16(_mm512_set1_epi32(start[g2]), w_g2[0], activations(t, g2, 3));
+        __m512i dot0 = q23_k_dpbusd_1to16(_mm512_set1_epi32(start[g0]), w_g0[0], activations(t, g0, 3));
+        __m512i dot2 = q23_k_dpbusd_1to16(_mm512_set1_epi32(start[g2]), w_g2[0], activations(t, g2, 3));
         dot0 = _mm512_srai_epi32(dot0, 3);
         dot2 = _mm512_slli_epi32(dot2, 2);
 #pragma GCC unroll 3
         for (int r = 0; r < 3; ++r) {
-          dot0 = dpbusd_1to16(dot0, w_g0[1 + r], activations(t, g0, r));
-          dot2 = dpbusd_1to16(dot2, w_g2[1 + r], activations(t, g2, r));
+          dot0 = q23_k_dpbusd_1to16(dot0, w_g0[1 + r], activations(t, g0, r));
+          dot2 = q23_k_dpbusd_1to16(dot2, w_g2[1 + r], activations(t, g2, r));
         }
         // g0's dot in the lower half (its upper half is sign bits), g0 + 2's (32 x dot << 11) in the upper:
         // vpternlogd 0xEC is (a & c) | b.
