@@ -21,6 +21,7 @@
 #include <cstring>
 #include <vector>
 
+#include "dpbusd_1to16.hpp"
 #include "model/ggml_block_panels.hpp"
 #include "pagedserve/kernels.hpp"
 
@@ -33,14 +34,6 @@ inline __m512i q23_k_broadcast4(const void* p) {
   std::int32_t v;
   std::memcpy(&v, p, 4);
   return _mm512_set1_epi32(v);
-}
-
-// acc + vpdpbusd(w, the 4 activations at a broadcast to every element), the broadcast as the instruction's
-// {1to16} memory operand: GCC emits a separate vpbroadcastd for _mm512_set1_epi32 of a load, which
-// measured 1.1x slower on q3_k's 1-token kernel.
-inline __m512i q23_k_dpbusd_1to16(__m512i acc, __m512i w, const std::int8_t* a) {
-  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const std::int32_t*>(a)));
-  return acc;
 }
 
 // q2_k's panel block (1344 bytes): d at 2i, dmin at 32 + 2i, scale bytes 4s..4s+3 at 64 + 64s + 4i
@@ -92,7 +85,7 @@ void q23_k_panel_dot(float* sums, const std::byte* panel, const act_block256* co
 #pragma GCC unroll 4
             for (int r = 0; r < 4; ++r)
 #pragma GCC unroll 2
-              for (int e = 0; e < 2; ++e) chain[e] = q23_k_dpbusd_1to16(chain[e], w[e][r], q + 32 * e + 4 * r);
+              for (int e = 0; e < 2; ++e) chain[e] = dpbusd_1to16(chain[e], w[e][r], q + 32 * e + 4 * r);
             // Group g's dot (4^(2jp) x it, shifted back exactly) in the lower 16 bits, its upper half sign bits;
             // group g + 2's (4^(2jp + 1) x it, shifted to dot << 16) in the upper: vpternlogd 0xEC is (a & c) | b.
             const __m512i low = jp ? _mm512_srai_epi32(chain[0], 4) : chain[0];

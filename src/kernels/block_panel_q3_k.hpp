@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "block_panel_q23_k.hpp"
+#include "dpbusd_1to16.hpp"
 #include "pagedserve/kernels.hpp"
 
 namespace pagedserve::kernels {
@@ -92,14 +93,14 @@ void q3_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
 #pragma GCC unroll 4
       for (int t = 0; t < n_t; ++t) {
         const std::int32_t* start = starts[t] + panel_q3_k::extra_per_block * b;
-        __m512i dot0 = q23_k_dpbusd_1to16(_mm512_set1_epi32(start[g0]), w_g0[0], activations(t, g0, 3));
-        __m512i dot2 = q23_k_dpbusd_1to16(_mm512_set1_epi32(start[g2]), w_g2[0], activations(t, g2, 3));
+        __m512i dot0 = dpbusd_1to16(_mm512_set1_epi32(start[g0]), w_g0[0], activations(t, g0, 3));
+        __m512i dot2 = dpbusd_1to16(_mm512_set1_epi32(start[g2]), w_g2[0], activations(t, g2, 3));
         dot0 = _mm512_srai_epi32(dot0, 3);
         dot2 = _mm512_slli_epi32(dot2, 2);
 #pragma GCC unroll 3
         for (int r = 0; r < 3; ++r) {
-          dot0 = q23_k_dpbusd_1to16(dot0, w_g0[1 + r], activations(t, g0, r));
-          dot2 = q23_k_dpbusd_1to16(dot2, w_g2[1 + r], activations(t, g2, r));
+          dot0 = dpbusd_1to16(dot0, w_g0[1 + r], activations(t, g0, r));
+          dot2 = dpbusd_1to16(dot2, w_g2[1 + r], activations(t, g2, r));
         }
         // g0's dot in the lower half (its upper half is sign bits), g0 + 2's (32 x dot << 11) in the upper:
         // vpternlogd 0xEC is (a & c) | b.
