@@ -41,7 +41,7 @@ inline __m512i q23_k_broadcast4(const void* p) {
 struct panel_q2_k {
   static constexpr std::size_t block_bytes = 16 * 84;
   static constexpr int qs_at = 320, scales_at = 64;
-  static constexpr int extra_per_block = 8;  // min pairs
+  static constexpr int extra_per_block = 8;  // the group sums as 32 bytes
   static void token_extras(std::int32_t* extra, const act_block256& y);  // the mins' activation pairs
 };
 
@@ -102,23 +102,25 @@ void q23_k_panel_dot(float* sums, const std::byte* panel, const act_block256* co
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, yd), acc[t]);
     }
     {
-      // Mins as 16-bit pairs per scale run s: (m4s, m4s+2), (m4s+1, m4s+3).
-      __m512i min_pair[8];
+      // Mins in place (16 x m, the high nibbles of the scale runs: one vpandd a run) against the token's
+      // group sums split as 128 x hi + lo (panel_q2_k::token_extras): 4 vpdpbusd for the hi bytes, << 7,
+      // 4 for the lo bytes give 16 x the mins' dot, exactly (|.| <= 16 x 15 x 2048 x 16).
+      __m512i min16[4];
 #pragma GCC unroll 4
-      for (int s = 0; s < 4; ++s) {
-        const __m512i m = _mm512_and_si512(_mm512_srli_epi16(_mm512_loadu_si512(block + 64 + 64 * s), 4),
-                                           _mm512_set1_epi8(0xF));
-        min_pair[2 * s] = _mm512_and_si512(m, _mm512_set1_epi16(0xFF));
-        min_pair[2 * s + 1] = _mm512_srli_epi16(m, 8);
-      }
+      for (int s = 0; s < 4; ++s) min16[s] = _mm512_and_si512(_mm512_loadu_si512(block + F::scales_at + 64 * s), _mm512_set1_epi8(static_cast<char>(0xF0)));
       const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 32)));
 #pragma GCC unroll 4
       for (int t = 0; t < n_t; ++t) {
-        const std::int32_t* pairs = extra[t] + F::extra_per_block * b;
-        __m512i imin = _mm512_dpwssd_epi32(_mm512_setzero_si512(), min_pair[0], _mm512_set1_epi32(pairs[0]));
-#pragma GCC unroll 8
-        for (int k = 1; k < 8; ++k) imin = _mm512_dpwssd_epi32(imin, min_pair[k], _mm512_set1_epi32(pairs[k]));
-        acc_min[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(imin), _mm512_mul_ps(dmin, _mm512_set1_ps(y[t][b].d)), acc_min[t]);
+        const auto* sum_bytes = reinterpret_cast<const std::int8_t*>(extra[t] + F::extra_per_block * b);
+        __m512i imin16 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int s = 0; s < 4; ++s) imin16 = dpbusd_1to16(imin16, min16[s], sum_bytes + 4 * s);
+        imin16 = _mm512_slli_epi32(imin16, 7);
+#pragma GCC unroll 4
+        for (int s = 0; s < 4; ++s) imin16 = dpbusd_1to16(imin16, min16[s], sum_bytes + 16 + 4 * s);
+        // float(16 x imin) x (dmin x y.d / 16): the bits of float(imin) x (dmin x y.d) (powers of 2).
+        const __m512 dmin_yd = _mm512_mul_ps(_mm512_mul_ps(dmin, _mm512_set1_ps(y[t][b].d)), _mm512_set1_ps(1.0f / 16));
+        acc_min[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(imin16), dmin_yd, acc_min[t]);
       }
     }
   }
@@ -131,12 +133,16 @@ template <class F>
 constexpr q23_k_panel_fn q23_k_panel_kernels[q23_k_panel_tokens] = {q23_k_panel_dot<F, 1>, q23_k_panel_dot<F, 2>,
                                                                    q23_k_panel_dot<F, 3>, q23_k_panel_dot<F, 4>};
 
-// q2_k: extra[(t * nb + b) * 8 + 2s + e] = token t's sums over groups (4s + e, 4s + e + 2) of super-block
-// b as two 16-bit halves: the partners of the mins' pairs in q23_k_panel_dot.
+// q2_k: extra[(t * nb + b) * 8 ..] = token t's 16 group sums of super-block b split as 128 x hi + lo
+// (lo 0..127, hi -16..16), as bytes: the 16 hi (group g at byte g), then the 16 lo: the activations the
+// mins' vpdpbusd meet in q23_k_panel_dot.
 inline void panel_q2_k::token_extras(std::int32_t* extra, const act_block256& y) {
-  const auto half = [&](int g) { return static_cast<std::uint32_t>(static_cast<std::uint16_t>(y.bsums[g])); };
-  for (int s = 0; s < 4; ++s)
-    for (int e = 0; e < 2; ++e) extra[2 * s + e] = static_cast<std::int32_t>(half(4 * s + e + 2) << 16 | half(4 * s + e));
+  std::int8_t bytes[32];
+  for (int g = 0; g < 16; ++g) {
+    bytes[g] = static_cast<std::int8_t>(y.bsums[g] >> 7);  // floor: lo below is 0..127
+    bytes[16 + g] = static_cast<std::int8_t>(y.bsums[g] & 127);
+  }
+  std::memcpy(extra, bytes, sizeof bytes);
 }
 // kernel_table::matmul_blocks for a panel-packed q2_k or q3_k w (or q6_k: block_panel_q6_k.hpp gives
 // its panel_q6_k and q23_k_panel_kernels<panel_q6_k>): every panel touching [o_begin, o_end), all of its
