@@ -30,12 +30,6 @@ namespace {
 
 constexpr int q23_k_panel_tokens = 4;
 
-inline __m512i q23_k_broadcast4(const void* p) {
-  std::int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
-
 // q2_k's panel block (1344 bytes): d at 2i, dmin at 32 + 2i, scale bytes 4s..4s+3 at 64 + 64s + 4i
 // (s < 4; low nibble scale, high nibble min), qs bytes 4k..4k+3 at 320 + 64k + 4i (k < 16).
 struct panel_q2_k {
