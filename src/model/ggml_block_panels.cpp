@@ -146,11 +146,16 @@ std::uint32_t qh_from_panel(std::uint32_t panel) {
 constexpr int q3_k_triples_at = 224, q3_k_triple_bytes = 192;
 constexpr int q3_k_triple_group(int p, int second) { return 4 * (p / 2) + p % 2 + 2 * second; }
 
-int q3_k_u(const std::byte* block, int w) {
-  const int g = w / 16, l = w % 16, n = g / 8, j = g % 8 / 2, h = g % 2;
-  const int lo2 = (std::to_integer<int>(block[32 + 32 * n + 16 * h + l]) >> 2 * j) & 3;
-  const int hb = (std::to_integer<int>(block[16 * h + l]) >> (4 * n + j)) & 1;
-  return lo2 + 4 * hb;
+// u[w] for the block's 256 weights (ggml's order: weight 128n + 32j + 16h + l is qs byte 32n + 16h + l's
+// field j over hmask byte 16h + l's bit 4n + j).
+void q3_k_values(int* u, const std::byte* block) {
+  for (int n = 0; n < 2; ++n)
+    for (int j = 0; j < 4; ++j)
+      for (int l = 0; l < 32; ++l) {
+        const int lo2 = (std::to_integer<int>(block[32 + 32 * n + l]) >> 2 * j) & 3;
+        const int hb = (std::to_integer<int>(block[l]) >> (4 * n + j)) & 1;
+        u[128 * n + 32 * j + l] = lo2 + 4 * hb;
+      }
 }
 
 void q3_k_set_u(std::byte* block, int w, int u) {
@@ -162,9 +167,11 @@ void q3_k_set_u(std::byte* block, int w, int u) {
 constexpr int bit(int v, int b) { return (v >> b) & 1; }
 
 void q3_k_weights_to_panel(std::byte* to, const std::byte* block, int i) {
+  int values[256];
+  q3_k_values(values, block);
   for (int p = 0; p < 8; ++p)
     for (int k = 0; k < 4; ++k) {
-      const auto u = [&](int g, int r) { return q3_k_u(block, 16 * q3_k_triple_group(p, g) + 4 * r + k); };
+      const auto u = [&](int g, int r) { return values[16 * q3_k_triple_group(p, g) + 4 * r + k]; };
       const int a = u(0, 0), c = u(0, 1), e = u(0, 2), pp = u(0, 3), b = u(1, 0), d = u(1, 1), f = u(1, 2), qq = u(1, 3);
       const int z3 = bit(pp, 2) ^ bit(b, 0), z4 = bit(qq, 2) ^ bit(d, 0);
       const int x = a | b << 5 | (bit(pp, 0) ^ bit(e, 1)) << 3 | (bit(pp, 1) ^ bit(e, 2)) << 4;
