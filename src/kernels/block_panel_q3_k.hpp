@@ -11,7 +11,7 @@
 // 4 of u), so the chains hold the dots the row kernel computes (|dot| <= 16 x 4 x 128), exactly. One
 // vpternlogd puts g0's dot in the lower 16 bits and g0 + 2's (shifted up 11) in the upper, and one
 // vpdpwssd meets them with the pair of 6-bit signed scales (one vpsraw of the unpacked scale bytes).
-// Per 256 weights and 16 rows: 64 vpdpbusd, 48 vpandd, 32 vpternlogd, 40 shifts, 8 vpdpwssd (the 2-bit +
+// Per 256 weights and 16 rows, 1 token: 64 vpdpbusd, 48 vpandd, 24 vpternlogd, 48 shifts, 8 vpdpwssd (the 2-bit +
 // hmask planes took 64 vpandd, 64 vptestmb, 64 masked vpaddb, 16 vpdpwssd and ~80 shifts).
 // fp32: per row, acc += float(isum) * (d * y.d) super-block after super-block: one sequence whatever the
 // token count, tile or row range. Included by the avx512_vnni file only, after block_panel_q23_k.hpp.
