@@ -20,6 +20,7 @@
 //   ./build/load-tests/bench_kernels --benchmark_filter='tokens:(1|64|256)/(f32|i8)/avx512'
 //   ./build/load-tests/bench_kernels --benchmark_filter='blocks/.*tokens:(1|4|16)/(q4_k|q6_k)/avx512_vnni'
 #include <benchmark/benchmark.h>
+#include <tbb/task_arena.h>
 
 #include <chrono>
 #include <cstdio>
@@ -192,12 +193,15 @@ void bench_block_matmul(benchmark::State& state, const kernel_table* kt, dtype t
   for (float& f : x) f = dist(rng);
 
   std::size_t copy = 0;
+  // PAGEDSERVE_BENCH_ONE_THREAD=1: the matmul on this thread alone, so the CPU column is the kernel's
+  // own time: steadier than real time when other processes share the cores (a ratio of two builds).
+  tbb::task_arena arena(std::getenv("PAGEDSERVE_BENCH_ONE_THREAD") ? 1 : tbb::task_arena::automatic);
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
     weight w{copies + copy * one.size(), type, shape.n_out, shape.n_in};
     w.panel_rows = panels ? block_panel_rows : 0;
     copy = (copy + 1) % n_copies;
-    ops::matmul(*kt, out.data(), x.data(), w, n_tokens);
+    arena.execute([&] { ops::matmul(*kt, out.data(), x.data(), w, n_tokens); });
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }

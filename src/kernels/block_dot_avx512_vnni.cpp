@@ -1,13 +1,15 @@
 // kernel_table::matmul_blocks for the avx512_vnni table(s): block_dot_simd.hpp compiled with this file's
 // flags, with the K-quants on zmm (block_dot_zmm.hpp)
-// and the row panels of q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl (block_panel_q4_0.hpp), q2_k, q3_k
-// (block_panel_q23_k.hpp), q4_k and q5_k (block_panel_q4_k.hpp), q6_k and iq4_xs (block_panel_<format>.hpp).
+// and the row panels of q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl (block_panel_q4_0.hpp), q2_k
+// (block_panel_q23_k.hpp), q4_k and q5_k (block_panel_q4_k.hpp), q3_k, q6_k and iq4_xs
+// (block_panel_<format>.hpp).
 #pragma GCC diagnostic ignored "-Wuninitialized"  // GCC PR 105593, as in table_avx512.cpp
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "block_dot_simd.hpp"
 #include "block_dot_zmm.hpp"
 #include "block_panel_iq4_xs.hpp"
 #include "block_panel_q23_k.hpp"
+#include "block_panel_q3_k.hpp"
 #include "block_panel_q4_0.hpp"
 #include "block_panel_q4_k.hpp"
 #include "block_panel_q6_k.hpp"

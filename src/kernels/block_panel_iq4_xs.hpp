@@ -13,10 +13,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "block_formats.hpp"
+#include "dpbusd_1to16.hpp"
 #include "model/ggml_block_panels.hpp"
 #include "pagedserve/kernels.hpp"
 
@@ -25,12 +25,6 @@ namespace {
 
 constexpr std::size_t iq4_xs_panel_block_bytes = 16 * 136;
 constexpr int iq4_xs_panel_tokens = 4;
-
-inline __m512i iq4_xs_broadcast4(const void* p) {
-  std::int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
 
 // sums[t * 16 + r] = row r of the panel · token t's activations y[t], t < n_t; minus_offset[t] holds
 // -128 x token t's sum over each sub-block (8 per super-block).
@@ -61,7 +55,8 @@ void iq4_xs_panel_dot(float* sums, const std::byte* panel, const act_block256* c
       __m512i lo[4], hi[4];
 #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
-        const __m512i v = _mm512_loadu_si512(block + 128 + 64 * (4 * j + k));
+        __m512i v = _mm512_loadu_si512(block + 128 + 64 * (4 * j + k));
+        asm("" : "+v"(v));  // one load for both nibbles: GCC otherwise folds a load into each use
         lo[k] = _mm512_shuffle_epi8(levels, _mm512_and_si512(v, low4));
         hi[k] = _mm512_shuffle_epi8(levels, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4));
       }
@@ -71,8 +66,8 @@ void iq4_xs_panel_dot(float* sums, const std::byte* panel, const act_block256* c
         __m512i even = _mm512_set1_epi32(minus_offset[t][8 * b + j]), odd = _mm512_setzero_si512();
 #pragma GCC unroll 4
         for (int k = 0; k < 4; ++k) {
-          even = _mm512_dpbusd_epi32(even, lo[k], iq4_xs_broadcast4(q + 4 * k));
-          odd = _mm512_dpbusd_epi32(odd, hi[k], iq4_xs_broadcast4(q + 16 + 4 * k));
+          even = dpbusd_1to16(even, lo[k], q + 4 * k);
+          odd = dpbusd_1to16(odd, hi[k], q + 16 + 4 * k);
         }
         isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_add_epi32(even, odd), scale));
       }

@@ -17,9 +17,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
+#include "dpbusd_1to16.hpp"
 #include "model/ggml_block_panels.hpp"
 #include "pagedserve/kernels.hpp"
 
@@ -40,12 +40,6 @@ struct panel_q5_k {
   static constexpr int qh_at = 256, qs_at = 256 + 8 * 64;
   static constexpr bool has_qh = true;
 };
-
-inline __m512i q4_k_broadcast4(const void* p) {
-  std::int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
 
 // Byte j of every 32-bit element, zero-extended.
 inline __m512i q4_k_byte(__m512i v, int j) {
@@ -83,10 +77,13 @@ void q4_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
       for (int t = 0; t < n_t; ++t) even[t] = odd[t] = _mm512_setzero_si512();
 #pragma GCC unroll 8
       for (int u = 0; u < 8; ++u) {
-        const __m512i v = load(F::qs_at + 64 * (8 * c + u));
+        __m512i v = load(F::qs_at + 64 * (8 * c + u));
+        asm("" : "+v"(v));  // one load for both nibbles: GCC otherwise folds a load into each use
         __m512i lo = _mm512_and_si512(v, low4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
         if constexpr (F::has_qh) {
-          const __m512i qh = load(F::qh_at + 64 * u), sixteen = _mm512_set1_epi8(16);
+          __m512i qh = load(F::qh_at + 64 * u);
+          asm("" : "+v"(qh));
+          const __m512i sixteen = _mm512_set1_epi8(16);
           lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh, _mm512_set1_epi8(static_cast<char>(1 << 2 * c))), lo,
                                     sixteen);
           hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(qh, _mm512_set1_epi8(static_cast<char>(2 << 2 * c))), hi,
@@ -94,8 +91,8 @@ void q4_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
         }
 #pragma GCC unroll 4
         for (int t = 0; t < n_t; ++t) {
-          even[t] = _mm512_dpbusd_epi32(even[t], lo, q4_k_broadcast4(y[t][b].qs + 64 * c + 4 * u));
-          odd[t] = _mm512_dpbusd_epi32(odd[t], hi, q4_k_broadcast4(y[t][b].qs + 64 * c + 32 + 4 * u));
+          even[t] = dpbusd_1to16(even[t], lo, y[t][b].qs + 64 * c + 4 * u);
+          odd[t] = dpbusd_1to16(odd[t], hi, y[t][b].qs + 64 * c + 32 + 4 * u);
         }
       }
       for (int t = 0; t < n_t; ++t)

@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "block_panel_q23_k.hpp"
+#include "dpbusd_1to16.hpp"
 #include "pagedserve/kernels.hpp"
 
 namespace pagedserve::kernels {
@@ -59,7 +60,7 @@ void q6_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
   for (int b = 0; b < nb; ++b) {
     const std::byte* block = panel + static_cast<std::size_t>(b) * panel_q6_k::block_bytes;
     const auto load = [&](int at) { return _mm512_loadu_si512(block + at); };
-    const auto activations = [&](int t, int n, int g, int u) { return q23_k_broadcast4(y[t][b].qs + 128 * n + 32 * g + 4 * u); };
+    const auto activations = [&](int t, int n, int g, int u) { return y[t][b].qs + 128 * n + 32 * g + 4 * u; };
     __m512i isum[n_t];
 #pragma GCC unroll 4
     for (int t = 0; t < n_t; ++t) isum[t] = _mm512_setzero_si512();
@@ -77,12 +78,13 @@ void q6_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
 #pragma GCC unroll 4
           for (int r = 0; r < 4; ++r) {
             const int at = step + panel_q6_k::run_bytes * r;
-            const __m512i qa = load(at), qb = load(at + 64), hq = load(at + 128);
+            __m512i qa = load(at), qb = load(at + 64), hq = load(at + 128);
+            asm("" : "+v"(qa), "+v"(qb), "+v"(hq));  // one load each: GCC otherwise folds one into each use
             const __m512i w[4] = {q6_k_weights(qa, hq, 0), q6_k_weights(qb, hq, 1), q6_k_weights(qa, hq, 2), q6_k_weights(qb, hq, 3)};
 #pragma GCC unroll 4
             for (int t = 0; t < n_t; ++t)
 #pragma GCC unroll 4
-              for (int g = 0; g < 4; ++g) chain[t][g] = _mm512_dpbusd_epi32(chain[t][g], w[g], activations(t, n, g, 4 * half + r));
+              for (int g = 0; g < 4; ++g) chain[t][g] = dpbusd_1to16(chain[t][g], w[g], activations(t, n, g, 4 * half + r));
           }
         } else {
 #pragma GCC unroll 4
@@ -92,7 +94,7 @@ void q6_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
               const int at = step + panel_q6_k::run_bytes * r;
               const __m512i w = q6_k_weights(load(at + 64 * (g % 2)), load(at + 128), g);
 #pragma GCC unroll 4
-              for (int t = 0; t < n_t; ++t) chain[t][g] = _mm512_dpbusd_epi32(chain[t][g], w, activations(t, n, g, 4 * half + r));
+              for (int t = 0; t < n_t; ++t) chain[t][g] = dpbusd_1to16(chain[t][g], w, activations(t, n, g, 4 * half + r));
             }
         }
 #pragma GCC unroll 4

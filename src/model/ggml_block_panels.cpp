@@ -100,14 +100,9 @@ constexpr auto q2_k_fields = [] {
   for (int k = 0; k < 16; ++k) f[6 + k] = {16 + 4 * k, 4, 320 + 64 * k, 4};
   return f;
 }();
-// q3_k (1760 bytes): d at 2 i; the 12 scale bytes as three runs (32, 96, 160 + 4 i); hmask bytes
-// 4m..4m+3 at 224 + 64 m + 4 i (m < 8); qs bytes 4k..4k+3 at 736 + 64 k + 4 i (k < 16).
-constexpr auto q3_k_fields = [] {
-  std::array<field_move, 4 + 8 + 16> f{{{108, 2, 0, 2}, {96, 4, 32, 4}, {100, 4, 96, 4}, {104, 4, 160, 4}}};
-  for (int m = 0; m < 8; ++m) f[4 + m] = {4 * m, 4, 224 + 64 * m, 4};
-  for (int k = 0; k < 16; ++k) f[12 + k] = {32 + 4 * k, 4, 736 + 64 * k, 4};
-  return f;
-}();
+// q3_k (1760 bytes): d at 2 i; the 12 scale bytes as three runs (32, 96, 160 + 4 i); then its weights
+// re-encoded as 3-bit values (q3_k_triple_*, below) in 8 triples of runs from 224.
+constexpr field_move q3_k_fields[] = {{108, 2, 0, 2}, {96, 4, 32, 4}, {100, 4, 96, 4}, {104, 4, 160, 4}};
 
 std::span<const field_move> fields_of(dtype t) {
   if (t == dtype::q2_k) return q2_k_fields;
@@ -143,6 +138,70 @@ std::uint32_t qh_from_panel(std::uint32_t panel) {
   return out;
 }
 
+// q3_k's weights in the panel: u = the 2 qs bits + 4 x the hmask bit (0..7, the file's -4..3 plus 4) of
+// weight 16g + 4r + k (group g, its quad r, byte k) of row i. Triple p (p < 8) holds groups
+// g0 = 4 (p / 2) + p % 2 and g0 + 2 (whose scales one vpsraw pairs) in three runs X, Y, Z of 64 bytes at
+// 224 + 192p (+ 64, + 128), byte 4i + k of each:
+//   X = a | b << 5 | x3 << 3 | x4 << 4,  Y = c | d << 5 | y3 << 3 | y4 << 4,  Z = e | f << 5 | z3 << 3 | z4 << 4
+// where a, c, e are group g0's quads 0-2 and b, d, f group g0 + 2's; the 3 bits of g0's quad 3 (pp) are
+// (X ^ Z << 2) & 0x38 and of g0 + 2's (qq) (Y ^ Z << 1) & 0x38, which fixes x3, x4, z3 and y3, y4, z4.
+// So every weight comes out of the runs with one vpandd or a shift + one vpternlogd
+// (block_panel_q3_k.hpp): 96 bytes a row for 256 weights, as the file's qs and hmask.
+constexpr int q3_k_triples_at = 224, q3_k_triple_bytes = 192;
+constexpr int q3_k_triple_group(int p, int second) { return 4 * (p / 2) + p % 2 + 2 * second; }
+
+// u[w] for the block's 256 weights (ggml's order: weight 128n + 32j + 16h + l is qs byte 32n + 16h + l's
+// field j over hmask byte 16h + l's bit 4n + j).
+void q3_k_values(int* u, const std::byte* block) {
+  for (int n = 0; n < 2; ++n)
+    for (int j = 0; j < 4; ++j)
+      for (int l = 0; l < 32; ++l) {
+        const int lo2 = (std::to_integer<int>(block[32 + 32 * n + l]) >> 2 * j) & 3;
+        const int hb = (std::to_integer<int>(block[l]) >> (4 * n + j)) & 1;
+        u[128 * n + 32 * j + l] = lo2 + 4 * hb;
+      }
+}
+
+void q3_k_set_u(std::byte* block, int w, int u) {
+  const int g = w / 16, l = w % 16, n = g / 8, j = g % 8 / 2, h = g % 2;
+  block[32 + 32 * n + 16 * h + l] |= static_cast<std::byte>((u & 3) << 2 * j);
+  block[16 * h + l] |= static_cast<std::byte>((u >> 2) << (4 * n + j));
+}
+
+constexpr int bit(int v, int b) { return (v >> b) & 1; }
+
+void q3_k_weights_to_panel(std::byte* to, const std::byte* block, int i) {
+  int values[256];
+  q3_k_values(values, block);
+  for (int p = 0; p < 8; ++p)
+    for (int k = 0; k < 4; ++k) {
+      const auto u = [&](int g, int r) { return values[16 * q3_k_triple_group(p, g) + 4 * r + k]; };
+      const int a = u(0, 0), c = u(0, 1), e = u(0, 2), pp = u(0, 3), b = u(1, 0), d = u(1, 1), f = u(1, 2), qq = u(1, 3);
+      const int z3 = bit(pp, 2) ^ bit(b, 0), z4 = bit(qq, 2) ^ bit(d, 0);
+      const int x = a | b << 5 | (bit(pp, 0) ^ bit(e, 1)) << 3 | (bit(pp, 1) ^ bit(e, 2)) << 4;
+      const int y = c | d << 5 | (bit(qq, 0) ^ bit(e, 2)) << 3 | (bit(qq, 1) ^ z3) << 4;
+      const int z = e | f << 5 | z3 << 3 | z4 << 4;
+      std::byte* at = to + q3_k_triples_at + q3_k_triple_bytes * p + 4 * i + k;
+      at[0] = static_cast<std::byte>(x);
+      at[64] = static_cast<std::byte>(y);
+      at[128] = static_cast<std::byte>(z);
+    }
+}
+
+// block's qs and hmask (zeroed first) from the panel block `from`'s row i.
+void q3_k_weights_from_panel(std::byte* block, const std::byte* from, int i) {
+  std::memset(block, 0, 96);
+  for (int p = 0; p < 8; ++p)
+    for (int k = 0; k < 4; ++k) {
+      const std::byte* at = from + q3_k_triples_at + q3_k_triple_bytes * p + 4 * i + k;
+      const int x = std::to_integer<int>(at[0]), y = std::to_integer<int>(at[64]), z = std::to_integer<int>(at[128]);
+      const int pp = (x ^ z << 2) >> 3 & 7, qq = (y ^ z << 1) >> 3 & 7;
+      const int u[2][4] = {{x & 7, y & 7, z & 7, pp}, {x >> 5, y >> 5, z >> 5, qq}};
+      for (int g = 0; g < 2; ++g)
+        for (int r = 0; r < 4; ++r) q3_k_set_u(block, 16 * q3_k_triple_group(p, g) + 4 * r + k, u[g][r]);
+    }
+}
+
 // The 32 bits at `at` replaced by f of them.
 template <class F>
 void transform32(std::byte* at, F f) {
@@ -169,6 +228,7 @@ void block_panels_pack(std::byte* out, const std::byte* stored, dtype t, int row
       const int i = o % block_panel_rows;
       for (const field_move& f : fields_of(t)) std::memcpy(to + f.to + f.row_step * i, block + f.from, f.bytes);
       if (qh_at(t) >= 0) transform32(to + qh_at(t) + 4 * i, qh_to_panel);
+      if (t == dtype::q3_k) q3_k_weights_to_panel(to, block, i);
     }
 }
 
@@ -181,6 +241,7 @@ void block_panels_row(std::byte* out, const weight& w, int row) {
     std::byte* block = out + static_cast<std::size_t>(b) * l.bytes;
     for (const field_move& f : fields_of(w.type)) std::memcpy(block + f.from, from + f.to + f.row_step * i, f.bytes);
     if (qh_at(w.type) >= 0) transform32(block + (w.type == dtype::q5_0 ? 2 : 4), qh_from_panel);  // the file's qh
+    if (w.type == dtype::q3_k) q3_k_weights_from_panel(block, from, i);
   }
 }
 

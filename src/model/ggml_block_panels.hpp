@@ -1,8 +1,8 @@
 #pragma once
 // Block-quantized matrices repacked once at load into row panels, so one activation load and one
 // vpdpbusd feed 16 rows at once (docs/block-kernels.md draws the layout). Same bits per weight as the
-// file: the blocks' fields are only moved, never re-encoded (q5_0 / q5_1's qh has its 32 bits permuted),
-// and the repacked copy replaces the file's tensor. A panel holds block_panel_rows rows (rows past the end are zero blocks).
+// file: the blocks' fields are moved (q5_0 / q5_1's qh has its 32 bits permuted; q3_k's qs and hmask are
+// re-encoded as 3-bit values in the same 96 bytes a row), and the repacked copy replaces the file's tensor. A panel holds block_panel_rows rows (rows past the end are zero blocks).
 //
 // Block b of the panel's 16 rows, then block b + 1, so a panel streams as one sequential run; inside
 // a panel block every field is laid out 16 rows wide, 4 bytes of each row per 64 bytes (one row per
@@ -14,8 +14,8 @@
 // 32) and qh (q5_0: at 32, q5_1: at 64; 4 bytes a row, its bits transposed so that byte k's bit u is
 // weight 4u + k's) between the d and the nibbles; iq4_xs's (2176 bytes): the 16 d, scales_h (2 bytes a
 // row), scales_l (4 a row), then q4_k's 32 runs of nibbles. q2_k's (1344 bytes): d, dmin, 4 runs of the
-// 16 scale bytes, 16 runs of qs; q3_k's (1760 bytes): d, 3 runs of the 12 scale bytes, 8 runs of hmask,
-// 16 runs of qs; q6_k's (3360 bytes): 4 steps, each 4 x (2 runs of ql, 1 of qh) then 4 groups' scales
+// 16 scale bytes, 16 runs of qs; q3_k's (1760 bytes): d, 3 runs of the 12 scale bytes, then 8 triples of
+// runs holding the weights as 3-bit values (ggml_block_panels.cpp); q6_k's (3360 bytes): 4 steps, each 4 x (2 runs of ql, 1 of qh) then 4 groups' scales
 // (16 bytes, a byte a row), in the order its kernel reads them, then the 16 d. q5_k's (2816 bytes):
 // q4_k's with 8 runs of qh (4 bytes a row) between the scales and the nibbles.
 #include <cstddef>
