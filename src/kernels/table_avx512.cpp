@@ -345,6 +345,8 @@ inline __m512 attend_scores_chunk(const __m512 (&qv)[NV], const kv_group& g, kv_
   constexpr int head_size = 16 * NV;
   __m512 p[16];
   alignas(64) float k_scale[16];
+  // The chunk's scales are one load when it lies in one block (the usual case), else gathered one by one.
+  const float* chunk_scales = scaled && at.slot + count <= g.block_size ? g.k_scales[at.block] + at.slot : k_scale;
 #pragma GCC unroll 16
   for (int i = 0; i < 16; ++i) {
     if (i >= count) {
@@ -352,14 +354,15 @@ inline __m512 attend_scores_chunk(const __m512 (&qv)[NV], const kv_group& g, kv_
       continue;
     }
     const elem* kj = at.row<elem>(g.k, head_size);
-    if constexpr (scaled) k_scale[i] = g.k_scales[at.block][at.slot];
+    if constexpr (scaled)
+      if (chunk_scales == k_scale) k_scale[i] = g.k_scales[at.block][at.slot];
     at.next(g);
     p[i] = _mm512_mul_ps(qv[0], L::full(kj));
 #pragma GCC unroll 16
     for (int c = 1; c < NV; ++c) p[i] = _mm512_fmadd_ps(qv[c], L::full(kj + 16 * c), p[i]);
   }
   __m512 dots = reduce16x16(p);
-  if constexpr (scaled) dots = _mm512_mul_ps(dots, _mm512_maskz_load_ps(tail_mask(count), k_scale));
+  if constexpr (scaled) dots = _mm512_mul_ps(dots, _mm512_maskz_loadu_ps(tail_mask(count), chunk_scales));
   return _mm512_mul_ps(dots, _mm512_set1_ps(scale));
 }
 
@@ -652,8 +655,8 @@ void attend_heads_registers(const attend_row* rows, const kv_group* groups, int 
 #pragma GCC unroll 16
       for (int c = 0; c < NV; ++c) a[c] = _mm512_loadu_ps(rows[r].acc + 16 * c);
       kv_group_cursor at(g, jb);
+      if (ahead) ahead->advance((end - jb) * row_bytes);
       for (int j = jb; j < end; ++j, at.next(g)) {
-        if (ahead) ahead->advance(row_bytes);
         float wj = sr[j];
         if constexpr (scaled) wj *= g.v_scales[at.block][at.slot];
         const __m512 w = _mm512_set1_ps(wj);
