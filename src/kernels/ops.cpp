@@ -379,11 +379,13 @@ void kv_item_runs(kv_prefetch_stream& stream, const paged_kv_layer& kv, const st
 namespace {
 
 // One paged_attention call's work items, (tile of up to 8 tokens of one sequence, kv heads), and what
-// attending them reads and writes. An item has one kv head, or, when a step has too few (tile, kv head)
-// pairs to give every thread several (MHA at batch 1), a run of adjacent kv heads walked block by block
-// (kernel_table::attend_heads): a thread then reads each block's heads as one run rather than a 1-4 KB
-// run per (block, head). A range of items is attended on one thread through one kv_prefetch_stream: its
-// K/V runs, in reading order across groups and items, prefetched a fixed distance ahead of the kernels.
+// attending them reads and writes. With GQA an item has one kv head (its rows share the group). With MHA
+// it has as many adjacent kv heads as still leave every thread items_per_thread items (all of them from
+// a few sequences on; half at batch 1 on two threads), walked 16 keys at a time across the heads
+// (kernel_table::attend_heads): a thread reads each block's heads as one run (6-48 KB on s110m) rather
+// than a 1-4 KB run per (block, head), which the memory system streams much faster. A range of items is
+// attended on one thread through one kv_prefetch_stream: its K/V runs, in reading order across groups
+// and items, prefetched a fixed distance ahead of the kernels.
 class attention_items {
  public:
   attention_items(const kernel_table& kt, float* out, const float* q, const paged_kv_layer& kv,
@@ -423,7 +425,8 @@ class attention_items {
 
  private:
   static constexpr int max_tile = 8;
-  // Work items wanted per thread before a tile's kv heads are split one per item (measured: one).
+  // Work items per thread below which a tile's MHA kv heads are split over several items (one measured
+  // best at batch 1: two items were no faster, and a thread's range is one prefetch stream anyway).
   static constexpr int items_per_thread = 1;
   struct thread_state {
     std::vector<float> acc, max, sum, scores;
