@@ -381,7 +381,7 @@ namespace {
 // One paged_attention call's work items, (tile of up to 8 tokens of one sequence, kv heads), and what
 // attending them reads and writes. With GQA an item has one kv head (its rows share the group). With MHA
 // it has as many adjacent kv heads as still leave every thread items_per_thread items (all of them from
-// a few sequences on; half at batch 1 on two threads), walked 16 keys at a time across the heads
+// a few sequences on; a quarter at batch 1 on two threads), walked 16 keys at a time across the heads
 // (kernel_table::attend_heads): a thread reads each block's heads as one run (6-48 KB on s110m) rather
 // than a 1-4 KB run per (block, head), which the memory system streams much faster. A range of items is
 // attended on one thread through one kv_prefetch_stream: its K/V runs, in reading order across groups
@@ -425,9 +425,10 @@ class attention_items {
 
  private:
   static constexpr int max_tile = 8;
-  // Work items per thread below which a tile's MHA kv heads are split over several items (one measured
-  // best at batch 1: two items were no faster, and a thread's range is one prefetch stream anyway).
-  static constexpr int items_per_thread = 1;
+  // Work items per thread below which a tile's MHA kv heads are split over several items. Two: at batch
+  // 1 as fast as one (runs of 3 heads against 6), and a few sequences of unequal lengths still leave
+  // each thread two items to balance (one item a sequence could leave a thread the one long sequence).
+  static constexpr int items_per_thread = 2;
   struct thread_state {
     std::vector<float> acc, max, sum, scores;
     std::vector<attend_row> rows;  // the item's rows that attend the current group
