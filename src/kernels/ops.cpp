@@ -382,7 +382,7 @@ namespace {
 // attending them reads and writes. With GQA an item has one kv head (its rows share the group). With MHA
 // it has as many adjacent kv heads as still leave every thread items_per_thread items (all of them from
 // a few sequences on; a quarter at batch 1 on two threads), walked 16 keys at a time across the heads
-// (kernel_table::attend_heads): a thread reads each block's heads as one run (6-48 KB on s110m) rather
+// (kernel_table::attend_heads): a thread reads each block's heads as one run (3-48 KB on s110m) rather
 // than a 1-4 KB run per (block, head), which the memory system streams much faster. A range of items is
 // attended on one thread through one kv_prefetch_stream: its K/V runs, in reading order across groups
 // and items, prefetched a fixed distance ahead of the kernels.
