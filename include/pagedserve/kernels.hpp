@@ -126,6 +126,13 @@ struct kernel_table {
   // scores: scratch of n_rows * attend_scores_floats(g.block_size) floats.
   void (*attend_group_rows)(const attend_row* rows, int n_rows, const kv_group& g, int head_size, float scale,
                             float* scores);
+  // attend_group for rows that each read their own group groups[r] (the kv heads of one sequence over
+  // the same blocks: MHA at small batch), walked 16 keys at a time across the rows, so consecutive reads
+  // are the heads' adjacent runs of a block rather than one head's blocks after another. Every row gets
+  // the bits attend_group gives it alone. groups[0].ahead (if set) advances by the bytes all rows read.
+  // scores: scratch of n_rows * attend_scores_floats(block_size) floats.
+  void (*attend_heads)(const attend_row* rows, const kv_group* groups, int n_rows, int head_size, float scale,
+                       float* scores);
   // out[n] = fp16 of x[n], rounded to nearest even (f32_to_f16's bits): how K/V enter an fp16 cache.
   void (*f32_to_f16_row)(std::uint16_t* out, const float* x, int n);
   // LayerNorm of one row (GPT-2): out[n] = (x[n] - mean) * rstd * weight[n] + bias[n], with

@@ -73,4 +73,17 @@ void attend_group_rows_each(const attend_row* rows, int n_rows, const kv_group& 
   }
 }
 
+// kernel_table::attend_heads as one attend_group per row over its own group, each advancing the one
+// prefetch stream (groups[0].ahead) by what it reads.
+template <auto attend_group>
+void attend_heads_each(const attend_row* rows, const kv_group* groups, int n_rows, int head_size, float scale,
+                       float* scores) {
+  for (int r = 0; r < n_rows; ++r) {
+    kv_group own = groups[r];
+    own.ahead = groups[0].ahead;
+    const attend_row& row = rows[r];
+    attend_group(row.acc, row.max, row.sum, row.q, own, row.j0, row.n, head_size, scale, scores);
+  }
+}
+
 }  // namespace pagedserve::kernels

@@ -4,6 +4,7 @@
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cmath>
@@ -347,21 +348,28 @@ kv_group kv_group_at(const paged_kv_layer& kv, const std::int32_t* table, int b0
   return g;
 }
 
-// Lists the K/V runs one work item reads in stream, in the order attend_group reads them: per group,
-// each block's K (and q8 scales) then each block's V, of the rows up to last_pos.
+// Lists the K/V runs one work item reads in stream, in the order the kernels read them: per group,
+// each block's K (and q8 scales) then each block's V, of the rows up to last_pos, for the n_heads kv
+// heads from head_off on (adjacent in a block: one run per block when the block is full).
 void kv_item_runs(kv_prefetch_stream& stream, const paged_kv_layer& kv, const std::int32_t* table,
-                  int first_block, int last_block, int last_pos, std::size_t head_off) {
+                  int first_block, int last_block, int last_pos, std::size_t head_off, int n_heads) {
   const std::size_t elem = dtype_size(kv.type);
   const bool scaled = kv.type == dtype::i8;
+  const std::size_t head_stride = static_cast<std::size_t>(kv.block_size) * kv.head_size;  // elements
   for (int b0 = first_block; b0 <= last_block; b0 += kv_group_blocks) {
     const int end = std::min(b0 + kv_group_blocks, last_block + 1);
     for (const auto& [base, scales] : {std::pair{kv.k_base, kv.k_scales}, std::pair{kv.v_base, kv.v_scales}})
       for (int b = b0; b < end; ++b) {
-        const auto rows = static_cast<std::uint32_t>(std::min(kv.block_size, last_pos + 1 - b * kv.block_size));
-        const std::size_t off = table[b] * kv.block_stride + head_off;  // elements
-        stream.list({static_cast<const std::byte*>(base) + off * elem, static_cast<std::uint32_t>(rows * kv.head_size * elem)});
-        if (scaled) stream.list({reinterpret_cast<const std::byte*>(scales + off / kv.head_size),
-                                 static_cast<std::uint32_t>(rows * sizeof(float))});
+        const int rows = std::min(kv.block_size, last_pos + 1 - b * kv.block_size);
+        // A full block's heads are one run; a partial one's are n_heads runs of its first rows.
+        const int runs = rows == kv.block_size ? 1 : n_heads, run_rows = rows == kv.block_size ? n_heads * rows : rows;
+        for (int h = 0; h < runs; ++h) {
+          const std::size_t off = table[b] * kv.block_stride + head_off + h * head_stride;  // elements
+          stream.list({static_cast<const std::byte*>(base) + off * elem,
+                       static_cast<std::uint32_t>(run_rows * kv.head_size * elem)});
+          if (scaled) stream.list({reinterpret_cast<const std::byte*>(scales + off / kv.head_size),
+                                   static_cast<std::uint32_t>(run_rows * sizeof(float))});
+        }
       }
   }
 }
@@ -370,10 +378,14 @@ void kv_item_runs(kv_prefetch_stream& stream, const paged_kv_layer& kv, const st
 
 namespace {
 
-// One paged_attention call's work items, (tile of up to 8 tokens of one sequence, kv head), and what
-// attending them reads and writes. A range of items is attended on one thread through one
-// kv_prefetch_stream: its K/V runs, in reading order across groups and items, prefetched a fixed
-// distance ahead of the kernels.
+// One paged_attention call's work items, (tile of up to 8 tokens of one sequence, kv heads), and what
+// attending them reads and writes. With GQA an item has one kv head (its rows share the group). With MHA
+// it has as many adjacent kv heads as still leave every thread items_per_thread items (all of them from
+// a few sequences on; a quarter at batch 1 on two threads), walked 16 keys at a time across the heads
+// (kernel_table::attend_heads): a thread reads each block's heads as one run (3-48 KB on s110m) rather
+// than a 1-4 KB run per (block, head), which the memory system streams much faster. A range of items is
+// attended on one thread through one kv_prefetch_stream: its K/V runs, in reading order across groups
+// and items, prefetched a fixed distance ahead of the kernels.
 class attention_items {
  public:
   attention_items(const kernel_table& kt, float* out, const float* q, const paged_kv_layer& kv,
@@ -382,21 +394,29 @@ class attention_items {
         dim_(n_heads * head_size), group_(n_heads / n_kv_heads),
         scale_(1.0f / std::sqrt(static_cast<float>(head_size))) {
     query_tiles(tiles_, batch, max_tile);  // one small allocation per layer, against a layer's 50+ us
+    if (group_ == 1) {  // GQA items already read their group once for several rows: keep one kv head each
+      const int n_tiles = static_cast<int>(tiles_.size());
+      const int parts = std::clamp((items_per_thread * tbb::this_task_arena::max_concurrency() + n_tiles - 1) / n_tiles,
+                                   1, n_kv_heads);
+      heads_per_item_ = (n_kv_heads + parts - 1) / parts;
+    }
+    parts_ = (n_kv_heads + heads_per_item_ - 1) / heads_per_item_;
   }
-  int size() const { return static_cast<int>(tiles_.size()) * n_kv_heads_; }
+  int size() const { return static_cast<int>(tiles_.size()) * parts_; }
 
   void attend(const tbb::blocked_range<int>& items) const {
     static tbb::enumerable_thread_specific<thread_state> states;
     thread_state& st = states.local();
     st.stream.restart();
-    st.scores.resize(static_cast<std::size_t>(max_tile) * group_ * attend_scores_floats(kv_.block_size));
+    st.scores.resize(static_cast<std::size_t>(max_tile) * group_ * heads_per_item_ * attend_scores_floats(kv_.block_size));
     int next_listed = items.begin();
     for (int item = items.begin(); item < items.end(); ++item) {
       // This item and the next are listed, and more while the listed bytes ahead are short of the distance.
       st.stream.drop_asked();
       for (; next_listed < items.end() && (next_listed <= item + 1 || st.stream.wants_more()); ++next_listed) {
         const item_span span = span_of(next_listed);
-        kv_item_runs(st.stream, kv_, span.table, span.first_block, span.last_block, span.last_pos, span.head_off);
+        kv_item_runs(st.stream, kv_, span.table, span.first_block, span.last_block, span.last_pos,
+                     kv_.head_offset(span.first_head, 0), span.n_heads);
       }
       st.stream.advance(0);
       attend_item(item, st);
@@ -405,55 +425,72 @@ class attention_items {
 
  private:
   static constexpr int max_tile = 8;
+  // Work items per thread below which a tile's MHA kv heads are split over several items. Two: at batch
+  // 1 as fast as one (runs of 3 heads against 6), and a few sequences of unequal lengths still leave
+  // each thread two items to balance (one item a sequence could leave a thread the one long sequence).
+  static constexpr int items_per_thread = 2;
   struct thread_state {
     std::vector<float> acc, max, sum, scores;
     std::vector<attend_row> rows;  // the item's rows that attend the current group
+    std::vector<kv_group> groups;  // rows[r]'s group, for items of several kv heads
     kv_prefetch_stream stream;
   };
-  struct item_span {  // one work item's blocks
+  struct item_span {  // one work item's blocks and kv heads
     const std::int32_t* table;
     int first_block, last_block, last_pos;
-    std::size_t head_off;
+    int first_head, n_heads;
   };
 
   item_span span_of(int item) const {
-    const query_tile tile = tiles_[item / n_kv_heads_];
+    const query_tile tile = tiles_[item / parts_];
     const int bs = kv_.block_size;
     const int last_pos = batch_.pos_of_token[tile.first_token + tile.n_tokens - 1];
     const int first_start = attention_start(batch_, batch_.pos_of_token[tile.first_token]);
+    const int first_head = item % parts_ * heads_per_item_;
     return item_span{batch_.block_tables + batch_.seq_block_offset[batch_.seq_of_token[tile.first_token]],
                      first_start / bs / kv_group_blocks * kv_group_blocks, last_pos / bs, last_pos,
-                     kv_.head_offset(item % n_kv_heads_, 0)};
+                     first_head, std::min(heads_per_item_, n_kv_heads_ - first_head)};
   }
 
+  // Row r of an item: token first + r / (group * n_heads), query head first_head * group + r % (group * n_heads).
+  int row_token(const query_tile& tile, const item_span& span, int r) const {
+    return tile.first_token + r / (group_ * span.n_heads);
+  }
+  int row_head(const item_span& span, int r) const { return span.first_head * group_ + r % (group_ * span.n_heads); }
+
   void attend_item(int item, thread_state& st) const {
-    const query_tile tile = tiles_[item / n_kv_heads_];
-    const int kvh = item % n_kv_heads_, bs = kv_.block_size;
-    const int n_rows = tile.n_tokens * group_;  // row r: token first + r / group, head kvh * group + r % group
+    const query_tile tile = tiles_[item / parts_];
+    const item_span span = span_of(item);
+    const int bs = kv_.block_size, n_rows = tile.n_tokens * group_ * span.n_heads;
     st.acc.assign(static_cast<std::size_t>(n_rows) * head_size_, 0.0f);
     st.max.assign(n_rows, -INFINITY);
     st.sum.assign(n_rows, 0.0f);
-    const item_span span = span_of(item);
     for (int b0 = span.first_block; b0 <= span.last_block; b0 += kv_group_blocks) {
       const int n_blocks = std::min(kv_group_blocks, span.last_block + 1 - b0);
-      kv_group g = kv_group_at(kv_, span.table, b0, n_blocks, span.head_off);
-      g.ahead = &st.stream;
       const int p0 = b0 * bs;
-      st.rows.clear();
+      st.rows.clear(), st.groups.clear();
       for (int r = 0; r < n_rows; ++r) {
-        const int t = tile.first_token + r / group_, h = kvh * group_ + r % group_;
+        const int t = row_token(tile, span, r), h = row_head(span, r);
         // Causal, up to its own position; from the window's start when there is one.
         const int n = std::min(n_blocks * bs, batch_.pos_of_token[t] + 1 - p0);
         const int j0 = std::max(0, attention_start(batch_, batch_.pos_of_token[t]) - p0);
         if (n <= j0) continue;
         const float* qh = q_ + static_cast<std::size_t>(t) * dim_ + static_cast<std::size_t>(h) * head_size_;
         st.rows.push_back({st.acc.data() + static_cast<std::size_t>(r) * head_size_, &st.max[r], &st.sum[r], qh, j0, n});
+        if (span.n_heads > 1 || st.groups.empty()) {
+          st.groups.push_back(kv_group_at(kv_, span.table, b0, n_blocks, kv_.head_offset(h / group_, 0)));
+          st.groups.back().ahead = &st.stream;
+        }
       }
-      if (!st.rows.empty())
-        kt_.attend_group_rows(st.rows.data(), static_cast<int>(st.rows.size()), g, head_size_, scale_, st.scores.data());
+      if (st.rows.empty()) continue;
+      const int n_attending = static_cast<int>(st.rows.size());
+      if (span.n_heads == 1)
+        kt_.attend_group_rows(st.rows.data(), n_attending, st.groups[0], head_size_, scale_, st.scores.data());
+      else
+        kt_.attend_heads(st.rows.data(), st.groups.data(), n_attending, head_size_, scale_, st.scores.data());
     }
     for (int r = 0; r < n_rows; ++r) {
-      const int t = tile.first_token + r / group_, h = kvh * group_ + r % group_;
+      const int t = row_token(tile, span, r), h = row_head(span, r);
       const float inv_sum = 1.0f / st.sum[r];
       const float* acc = st.acc.data() + static_cast<std::size_t>(r) * head_size_;
       float* oh = out_ + static_cast<std::size_t>(t) * dim_ + static_cast<std::size_t>(h) * head_size_;
@@ -469,6 +506,7 @@ class attention_items {
   int n_kv_heads_, head_size_, dim_, group_;
   float scale_;
   std::vector<query_tile> tiles_;
+  int heads_per_item_ = 1, parts_ = 1;  // kv heads per work item, work items per tile
 };
 
 }  // namespace

@@ -356,7 +356,8 @@ extern const kernel_table kernel_table_avx2 = {
     isa::avx2, matmul_rows_avx2<load_f32>, matmul_rows_avx2<load_bf16>, matmul_rows_avx2<load_f16>,
     detail::matmul_i8_avx2, detail::quantize_token_u8_avx2,
     sum_squares_avx2, scale_mul_avx2, axpy_avx2<load_f32>, swiglu_avx2,
-    attend_group_avx2, attend_group_rows_each<attend_group_avx2>, f32_to_f16_row_avx2,
+    attend_group_avx2, attend_group_rows_each<attend_group_avx2>,
+    attend_heads_each<attend_group_avx2>, f32_to_f16_row_avx2,
     detail::layernorm_scalar, gelu_tanh_avx2, false, detail::quantize_activations, detail::matmul_blocks_avx2,
 };
 
@@ -365,7 +366,8 @@ extern const kernel_table kernel_table_avx2_vnni = {
     isa::avx2_vnni, matmul_rows_avx2<load_f32>, matmul_rows_avx2<load_bf16>, matmul_rows_avx2<load_f16>,
     detail::matmul_i8_avx2_vnni, detail::quantize_token_u8_avx2,
     sum_squares_avx2, scale_mul_avx2, axpy_avx2<load_f32>, swiglu_avx2,
-    attend_group_avx2, attend_group_rows_each<attend_group_avx2>, f32_to_f16_row_avx2,
+    attend_group_avx2, attend_group_rows_each<attend_group_avx2>,
+    attend_heads_each<attend_group_avx2>, f32_to_f16_row_avx2,
     detail::layernorm_scalar, gelu_tanh_avx2, false, detail::quantize_activations,
     detail::matmul_blocks_avx2_vnni,
 };

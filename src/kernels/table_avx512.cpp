@@ -335,6 +335,37 @@ inline float attend_weights(float* scores, int j0, int n, float new_max) {
   return reduce16(w_sum);
 }
 
+// The scaled scores of `count` <= 16 keys from the cursor on (advanced past them) in lanes [0, count),
+// zeros above: one mul + fma chain per key, reduce16x16, the q8 rows' scales, then `scale`.
+template <class L, int NV>
+inline __m512 attend_scores_chunk(const __m512 (&qv)[NV], const kv_group& g, kv_group_cursor& at, int count,
+                                  float scale) {
+  using elem = typename L::elem;
+  constexpr bool scaled = std::is_same_v<elem, std::int8_t>;
+  constexpr int head_size = 16 * NV;
+  __m512 p[16];
+  alignas(64) float k_scale[16];
+  // The chunk's scales are one load when it lies in one block (the usual case), else gathered one by one.
+  const float* chunk_scales = scaled && at.slot + count <= g.block_size ? g.k_scales[at.block] + at.slot : k_scale;
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) {
+    if (i >= count) {
+      p[i] = _mm512_setzero_ps();
+      continue;
+    }
+    const elem* kj = at.row<elem>(g.k, head_size);
+    if constexpr (scaled)
+      if (chunk_scales == k_scale) k_scale[i] = g.k_scales[at.block][at.slot];
+    at.next(g);
+    p[i] = _mm512_mul_ps(qv[0], L::full(kj));
+#pragma GCC unroll 16
+    for (int c = 1; c < NV; ++c) p[i] = _mm512_fmadd_ps(qv[c], L::full(kj + 16 * c), p[i]);
+  }
+  __m512 dots = reduce16x16(p);
+  if constexpr (scaled) dots = _mm512_mul_ps(dots, _mm512_maskz_loadu_ps(tail_mask(count), chunk_scales));
+  return _mm512_mul_ps(dots, _mm512_set1_ps(scale));
+}
+
 // attend_group with head_size = 16 * NV: q and the accumulator stay in registers across the group's
 // keys; scores are reduced 16 keys at a time (reduce16x16) and their weights exponentiated 16 at a
 // time (exp_avx512, about 1 ulp from std::exp). K and V are read through L (fp32, fp16, fp8 or int8; int8
@@ -354,25 +385,8 @@ void attend_group_registers(float* acc, float* row_max, float* row_sum, const fl
   for (int jb = j0; jb < n; jb += 16) {
     const int count = std::min(16, n - jb);
     if (g.ahead) g.ahead->advance(count * row_bytes);
-    __m512 p[16];
-    alignas(64) float k_scale[16];
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; ++i) {
-      if (i >= count) {
-        p[i] = _mm512_setzero_ps();
-        continue;
-      }
-      const elem* kj = at.row<elem>(g.k, head_size);
-      if constexpr (scaled) k_scale[i] = g.k_scales[at.block][at.slot];
-      at.next(g);
-      p[i] = _mm512_mul_ps(qv[0], L::full(kj));
-#pragma GCC unroll 16
-      for (int c = 1; c < NV; ++c) p[i] = _mm512_fmadd_ps(qv[c], L::full(kj + 16 * c), p[i]);
-    }
     const __mmask16 m = tail_mask(count);
-    __m512 dots = reduce16x16(p);
-    if constexpr (scaled) dots = _mm512_mul_ps(dots, _mm512_maskz_load_ps(m, k_scale));
-    const __m512 s = _mm512_mul_ps(dots, _mm512_set1_ps(scale));
+    const __m512 s = attend_scores_chunk<L, NV>(qv, g, at, count, scale);
     _mm512_mask_storeu_ps(scores + jb, m, s);
     max_v = _mm512_mask_max_ps(max_v, m, max_v, s);
   }
@@ -422,6 +436,33 @@ void attend_group_avx512(float* acc, float* row_max, float* row_sum, const float
     case dtype::f8_e4m3: return attend_group_typed<load_e4m3>(acc, row_max, row_sum, q, g, j0, n, head_size, scale, scores);
     case dtype::f8_e5m2: return attend_group_typed<load_e5m2>(acc, row_max, row_sum, q, g, j0, n, head_size, scale, scores);
     default: return attend_group_typed<load_f32>(acc, row_max, row_sum, q, g, j0, n, head_size, scale, scores);
+  }
+}
+
+// The middle of a group's softmax step for rows whose scores are in memory (row r's at scores + r *
+// stride): per row its max over its own scores in attend_group_registers' lanes (chunks from its j0), the
+// rescale of its accumulator and sum, and its weights (attend_weights): attend_group_registers' own
+// instructions in the same order.
+template <int NV>
+void attend_rows_softmax(const attend_row* rows, int n_rows, int stride, float* scores) {
+  for (int r = 0; r < n_rows; ++r) {
+    float* sr = scores + r * stride;
+    const int j0 = rows[r].j0, n = rows[r].n;
+    __m512 max_v = _mm512_set1_ps(-INFINITY);
+    for (int j = j0; j < n; j += 16) {
+      const __mmask16 m = tail_mask(std::min(16, n - j));
+      max_v = _mm512_mask_max_ps(max_v, m, max_v, _mm512_maskz_loadu_ps(m, sr + j));
+    }
+    const float new_max = std::max(*rows[r].max, _mm512_reduce_max_ps(max_v));
+    if (new_max > *rows[r].max) {
+      const float rescale = std::exp(*rows[r].max - new_max);  // 0 for the first group
+      *rows[r].sum *= rescale;
+#pragma GCC unroll 16
+      for (int c = 0; c < NV; ++c)
+        _mm512_storeu_ps(rows[r].acc + 16 * c, _mm512_mul_ps(_mm512_loadu_ps(rows[r].acc + 16 * c), _mm512_set1_ps(rescale)));
+      *rows[r].max = new_max;
+    }
+    *rows[r].sum += attend_weights(sr, j0, n, new_max);
   }
 }
 
@@ -525,25 +566,7 @@ void attend_group_rows_registers(const attend_row* rows, int n_rows, const kv_gr
       _mm512_mask_storeu_ps(scores + r * stride + jb, tail_mask(end) & ~tail_mask(first), s);
     }
   }
-  for (int r = 0; r < n_rows; ++r) {
-    float* sr = scores + r * stride;
-    const int j0 = rows[r].j0, n = rows[r].n;
-    __m512 max_v = _mm512_set1_ps(-INFINITY);
-    for (int j = j0; j < n; j += 16) {
-      const __mmask16 m = tail_mask(std::min(16, n - j));
-      max_v = _mm512_mask_max_ps(max_v, m, max_v, _mm512_maskz_loadu_ps(m, sr + j));
-    }
-    const float new_max = std::max(*rows[r].max, _mm512_reduce_max_ps(max_v));
-    if (new_max > *rows[r].max) {
-      const float rescale = std::exp(*rows[r].max - new_max);  // 0 for the first group
-      *rows[r].sum *= rescale;
-#pragma GCC unroll 16
-      for (int c = 0; c < NV; ++c)
-        _mm512_storeu_ps(rows[r].acc + 16 * c, _mm512_mul_ps(_mm512_loadu_ps(rows[r].acc + 16 * c), _mm512_set1_ps(rescale)));
-      *rows[r].max = new_max;
-    }
-    *rows[r].sum += attend_weights(sr, j0, n, new_max);
-  }
+  attend_rows_softmax<NV>(rows, n_rows, stride, scores);
   constexpr int rows_per_pass = 16 / NV;
   for (int r0 = 0; r0 < n_rows; r0 += rows_per_pass) {
     // The first pass advances the prefetch stream by the union range, later ones re-read V from cache.
@@ -589,13 +612,93 @@ void attend_group_rows_avx512(const attend_row* rows, int n_rows, const kv_group
   }
 }
 
+
+// attend_heads with head_size = 16 * NV: rows with their own groups (the kv heads of one sequence over
+// the same blocks), walked 16 keys at a time across the rows in the K pass and again in the V pass, so
+// the reads go through each block's heads in turn (adjacent runs in the pool) instead of one head's
+// blocks after another. Each row's arithmetic is attend_group_registers': the same score chunks from
+// its j0 (attend_scores_chunk), attend_rows_softmax, and its values added key by key in increasing
+// order (its accumulator passes through memory between chunks, exactly).
+template <class L, int NV>
+void attend_heads_registers(const attend_row* rows, const kv_group* groups, int n_rows, float scale, float* scores) {
+  using elem = typename L::elem;
+  constexpr bool scaled = std::is_same_v<elem, std::int8_t>;
+  constexpr int head_size = 16 * NV;
+  constexpr std::size_t row_bytes = head_size * sizeof(elem) + (scaled ? sizeof(float) : 0);
+  kv_prefetch_stream* ahead = groups[0].ahead;
+  const int stride = attend_scores_floats(groups[0].block_size);
+  for (int k = 0;; ++k) {  // chunk k of every row: keys [j0 + 16k, j0 + 16k + 16)
+    bool any = false;
+    for (int r = 0; r < n_rows; ++r) {
+      const int jb = rows[r].j0 + 16 * k, count = std::min(16, rows[r].n - jb);
+      if (count <= 0) continue;
+      any = true;
+      if (ahead) ahead->advance(count * row_bytes);
+      __m512 qv[NV];
+#pragma GCC unroll 16
+      for (int c = 0; c < NV; ++c) qv[c] = _mm512_loadu_ps(rows[r].q + 16 * c);
+      kv_group_cursor at(groups[r], jb);
+      _mm512_mask_storeu_ps(scores + r * stride + jb, tail_mask(count), attend_scores_chunk<L, NV>(qv, groups[r], at, count, scale));
+    }
+    if (!any) break;
+  }
+  attend_rows_softmax<NV>(rows, n_rows, stride, scores);
+  for (int k = 0;; ++k) {
+    bool any = false;
+    for (int r = 0; r < n_rows; ++r) {
+      const int jb = rows[r].j0 + 16 * k, end = std::min(jb + 16, rows[r].n);
+      if (jb >= end) continue;
+      any = true;
+      const kv_group& g = groups[r];
+      const float* sr = scores + r * stride;
+      __m512 a[NV];
+#pragma GCC unroll 16
+      for (int c = 0; c < NV; ++c) a[c] = _mm512_loadu_ps(rows[r].acc + 16 * c);
+      kv_group_cursor at(g, jb);
+      if (ahead) ahead->advance((end - jb) * row_bytes);
+      for (int j = jb; j < end; ++j, at.next(g)) {
+        float wj = sr[j];
+        if constexpr (scaled) wj *= g.v_scales[at.block][at.slot];
+        const __m512 w = _mm512_set1_ps(wj);
+        const elem* vj = at.row<elem>(g.v, head_size);
+#pragma GCC unroll 16
+        for (int c = 0; c < NV; ++c) a[c] = _mm512_fmadd_ps(w, L::full(vj + 16 * c), a[c]);
+      }
+#pragma GCC unroll 16
+      for (int c = 0; c < NV; ++c) _mm512_storeu_ps(rows[r].acc + 16 * c, a[c]);
+    }
+    if (!any) break;
+  }
+}
+
+template <class L>
+void attend_heads_typed(const attend_row* rows, const kv_group* groups, int n_rows, int head_size, float scale,
+                        float* scores) {
+  switch (head_size) {
+    case 64: return attend_heads_registers<L, 4>(rows, groups, n_rows, scale, scores);
+    case 128: return attend_heads_registers<L, 8>(rows, groups, n_rows, scale, scores);
+    default: return attend_heads_each<attend_group_typed<L>>(rows, groups, n_rows, head_size, scale, scores);
+  }
+}
+
+void attend_heads_avx512(const attend_row* rows, const kv_group* groups, int n_rows, int head_size, float scale,
+                         float* scores) {
+  switch (groups[0].type) {
+    case dtype::f16: return attend_heads_typed<load_f16>(rows, groups, n_rows, head_size, scale, scores);
+    case dtype::i8: return attend_heads_typed<load_i8>(rows, groups, n_rows, head_size, scale, scores);
+    case dtype::f8_e4m3: return attend_heads_typed<load_e4m3>(rows, groups, n_rows, head_size, scale, scores);
+    case dtype::f8_e5m2: return attend_heads_typed<load_e5m2>(rows, groups, n_rows, head_size, scale, scores);
+    default: return attend_heads_typed<load_f32>(rows, groups, n_rows, head_size, scale, scores);
+  }
+}
+
 }  // namespace
 
 extern const kernel_table kernel_table_avx512 = {
     isa::avx512, matmul_rows_avx512<load_f32>, matmul_rows_avx512<load_bf16>, matmul_rows_avx512<load_f16>,
     detail::matmul_i8_avx512, detail::quantize_token_u8_avx512,
     sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_group_avx512, attend_group_rows_avx512,
-    f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512, false,
+    attend_heads_avx512, f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512, false,
     detail::quantize_activations_avx512, detail::matmul_blocks_avx512,
 };
 
@@ -604,7 +707,7 @@ extern const kernel_table kernel_table_avx512_vnni = {
     isa::avx512_vnni, matmul_rows_avx512<load_f32>, matmul_rows_avx512<load_bf16>, matmul_rows_avx512<load_f16>,
     detail::matmul_i8_avx512_vnni, detail::quantize_token_u8_avx512,
     sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_group_avx512, attend_group_rows_avx512,
-    f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512, false,
+    attend_heads_avx512, f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512, false,
     detail::quantize_activations_avx512, detail::matmul_blocks_avx512_vnni,
 };
 
@@ -613,7 +716,7 @@ extern const kernel_table kernel_table_avx512_bf16 = {
     isa::avx512_bf16, matmul_rows_avx512<load_f32>, detail::matmul_rows_bf16_dot, matmul_rows_avx512<load_f16>,
     detail::matmul_i8_avx512_vnni, detail::quantize_token_u8_avx512,
     sum_squares_avx512, scale_mul_avx512, axpy_avx512<load_f32>, swiglu_avx512, attend_group_avx512, attend_group_rows_avx512,
-    f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512, true,
+    attend_heads_avx512, f32_to_f16_row_avx512, detail::layernorm_scalar, gelu_tanh_avx512, true,
     detail::quantize_activations_avx512, detail::matmul_blocks_avx512_vnni,
 };
 

@@ -142,7 +142,8 @@ extern const kernel_table kernel_table_scalar = {
     isa::scalar, matmul_rows_scalar, matmul_rows_16_scalar<bf16_to_f32>, matmul_rows_16_scalar<f16_to_f32>, matmul_i8_scalar,
     reference::quantize_token_u8,
     sum_squares_scalar, scale_mul_scalar, axpy_scalar<float>, swiglu_scalar,
-    attend_group_scalar, attend_group_rows_each<attend_group_scalar>, f32_to_f16_row_scalar,
+    attend_group_scalar, attend_group_rows_each<attend_group_scalar>,
+    attend_heads_each<attend_group_scalar>, f32_to_f16_row_scalar,
     detail::layernorm_scalar, detail::gelu_tanh_scalar, false, detail::quantize_activations,
     detail::matmul_blocks_scalar,
 };

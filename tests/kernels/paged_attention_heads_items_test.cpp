@@ -1,0 +1,75 @@
+// MHA paged attention's work items cover as many kv heads as the thread count allows (attention_items in
+// ops.cpp): one head per item on many threads, several (kernel_table::attend_heads) on few. The output
+// must not depend on it: a decode token's bits are the same on 1, 2 and 12 threads, alone or beside
+// other sequences, and match the reference within rounding.
+#include <gtest/gtest.h>
+
+#include <tbb/task_arena.h>
+
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "kernels/kernel_test_support.hpp"
+#include "kv/kv_cache.hpp"
+
+namespace pagedserve::kernels {
+namespace {
+
+constexpr int block_size = 16, n_heads = 12;
+
+class paged_attention_heads_items_test : public testing::TestWithParam<const kernel_table*> {};
+
+TEST_P(paged_attention_heads_items_test, output_is_the_same_for_any_item_grouping) {
+  const kernel_table& kt = *GetParam();
+  const std::vector<int> lens = {165, 300, 40};  // blocks: 11, 19, 3
+  for (dtype type : {dtype::f32, dtype::f16, dtype::i8}) {
+    for (int head_size : {64, 12}) {
+      SCOPED_TRACE(std::string(dtype_name(type)) + " head_size=" + std::to_string(head_size));
+      std::mt19937 rng(5);
+      const int dim = n_heads * head_size;
+      kv_cache cache(1, 33 + 2, block_size, n_heads, head_size, type);
+      std::vector<std::int32_t> blocks(cache.n_blocks()), tables, offsets;
+      std::iota(blocks.begin(), blocks.end(), 0);
+      std::shuffle(blocks.begin(), blocks.end(), rng);
+      int next = 0;
+      for (int len : lens) {
+        offsets.push_back(static_cast<std::int32_t>(tables.size()));
+        for (int b = 0; b < (len + block_size - 1) / block_size; ++b) tables.push_back(blocks[next++]);
+        for (int p = 0; p < len; ++p) {
+          const auto k = random_vector(dim, rng, -2.0f, 2.0f), v = random_vector(dim, rng);
+          cache.store(*kernel_table_select(), 0, tables[offsets.back() + p / block_size] * block_size + p % block_size,
+                      k.data(), v.data());
+        }
+      }
+      const auto q = random_vector(static_cast<std::size_t>(lens.size()) * dim, rng, -2.0f, 2.0f);
+      // Each sequence's last token: one step of all three, or the first sequence's token alone.
+      auto run = [&](int n_threads, int n_seqs) {
+        std::vector<std::int32_t> seq_of, pos_of;
+        for (int s = 0; s < n_seqs; ++s) seq_of.push_back(s), pos_of.push_back(lens[s] - 1);
+        const attention_batch batch{seq_of.data(), pos_of.data(), tables.data(), offsets.data(), n_seqs, 300};
+        std::vector<float> out(static_cast<std::size_t>(n_seqs) * dim, -7.0f);
+        tbb::task_arena(n_threads).execute(
+            [&] { ops::paged_attention(kt, out.data(), q.data(), cache.layer(0), batch, n_heads, n_heads, head_size); });
+        return out;
+      };
+      const auto one_head_items = run(12, 1);  // 12 threads: one kv head per item, attend_group_rows
+      EXPECT_EQ(run(1, 1), one_head_items);    // all twelve heads in one item
+      EXPECT_EQ(run(2, 1), one_head_items);    // six heads per item
+      const auto step = run(2, 3);             // three sequences: one item each
+      EXPECT_EQ(std::vector<float>(step.begin(), step.begin() + dim), one_head_items);
+      EXPECT_EQ(run(12, 3), step);
+      std::vector<std::int32_t> seq_of = {0, 1, 2}, pos_of = {164, 299, 39};
+      const attention_batch batch{seq_of.data(), pos_of.data(), tables.data(), offsets.data(), 3, 300};
+      std::vector<float> expected(step.size());
+      reference::paged_attention(expected.data(), q.data(), cache.layer(0), batch, n_heads, n_heads, head_size);
+      for (std::size_t i = 0; i < step.size(); ++i) ASSERT_NEAR(step[i], expected[i], 1e-4f) << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(all_isas, paged_attention_heads_items_test, testing::ValuesIn(supported_tables()),
+                         [](const testing::TestParamInfo<const kernel_table*>& info) { return std::string(isa_name(info.param->which)); });
+
+}  // namespace
+}  // namespace pagedserve::kernels
