@@ -18,6 +18,7 @@
 #include "block_formats.hpp"
 #include "dpbusd_1to16.hpp"
 #include "model/ggml_block_panels.hpp"
+#include "panel_superblock_scale.hpp"
 #include "pagedserve/kernels.hpp"
 
 namespace pagedserve::kernels {
@@ -72,10 +73,7 @@ void iq4_xs_panel_dot(float* sums, const std::byte* panel, const act_block256* c
         isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_add_epi32(even, odd), scale));
       }
     }
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block)));
-#pragma GCC unroll 4
-    for (int t = 0; t < n_t; ++t)
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, _mm512_set1_ps(y[t][b].d)), acc[t]);
+    add_scaled_superblock<n_t>(acc, isum, block, y, b);
   }
   for (int t = 0; t < n_t; ++t) _mm512_storeu_ps(sums + t * block_panel_rows, acc[t]);
 }

@@ -23,6 +23,7 @@
 
 #include "dpbusd_1to16.hpp"
 #include "model/ggml_block_panels.hpp"
+#include "panel_superblock_scale.hpp"
 #include "pagedserve/kernels.hpp"
 
 namespace pagedserve::kernels {
@@ -89,12 +90,7 @@ void q23_k_panel_dot(float* sums, const std::byte* panel, const act_block256* co
           }
         }
       }
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block)));
-#pragma GCC unroll 4
-    for (int t = 0; t < n_t; ++t) {
-      const __m512 yd = _mm512_set1_ps(y[t][b].d);
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, yd), acc[t]);
-    }
+    add_scaled_superblock<n_t>(acc, isum, block, y, b);
     {
       // Mins in place (16 x m, the high nibbles of the scale runs: one vpandd a run) against the token's
       // group sums split as 128 x hi + lo (panel_q2_k::token_extras): 4 vpdpbusd for the hi bytes, << 7,

@@ -22,6 +22,7 @@
 
 #include "block_panel_q23_k.hpp"
 #include "dpbusd_1to16.hpp"
+#include "panel_superblock_scale.hpp"
 #include "pagedserve/kernels.hpp"
 
 namespace pagedserve::kernels {
@@ -108,12 +109,7 @@ void q3_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
         isum[t] = _mm512_dpwssd_epi32(isum[t], pair, scales);
       }
     }
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block)));
-#pragma GCC unroll 4
-    for (int t = 0; t < n_t; ++t) {
-      const __m512 yd = _mm512_set1_ps(y[t][b].d);
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, yd), acc[t]);
-    }
+    add_scaled_superblock<n_t>(acc, isum, block, y, b);
   }
   for (int t = 0; t < n_t; ++t) _mm512_storeu_ps(sums + t * block_panel_rows, acc[t]);
 }
