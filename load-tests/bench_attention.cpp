@@ -1,7 +1,8 @@
 // ops::paged_attention against reference::paged_attention (the scalar two-pass loop, run in the same
 // process as the baseline) on s110m's heads (12 x 64, no GQA) and TinyLlama's (32 query heads over 4
 // kv heads x 64): decode steps of 1 and 16 sequences at the server's context (165 positions, as
-// bench_decode's 101..228 cycle) and at 512, and one prefill chunk deep in a long prompt.
+// bench_decode's 101..228 cycle) and at 512, one prefill chunk deep in a long prompt, and decode steps of
+// sequences of very unequal lengths (one of 2000 tokens beside 7 or 15 of 20: how the work items balance).
 // Reports GFLOP/s (QK and AV: 4 FLOPs per head element per attended position), the K/V bytes a step
 // must read at least once (every attended block of every kv head) per second, and ratio_vs_reference.
 // Each table also runs over fp16 and q8 pools (…/f16, …/q8; ratio_vs_f32 against the same table's fp32
@@ -32,6 +33,8 @@ struct attention_case {
   const char* name;
   int n_heads, n_kv_heads, head_size;
   int n_seqs, context, tokens_per_seq;  // each sequence's step: its last tokens_per_seq positions
+  int first_context = 0;                // > 0: the first sequence's context instead of `context`
+  int seq_context(int s) const { return s == 0 && first_context > 0 ? first_context : context; }
 };
 
 constexpr attention_case cases[] = {
@@ -43,6 +46,8 @@ constexpr attention_case cases[] = {
     {"tinyllama_decode16_ctx512", 32, 4, 64, 16, 512, 1},
     {"s110m_prefill64_at_ctx2048", 12, 12, 64, 1, 2048, 64},
     {"tinyllama_prefill64_at_ctx2048", 32, 4, 64, 1, 2048, 64},
+    {"s110m_decode8_ctx2000x1_20x7", 12, 12, 64, 8, 20, 1, 2000},
+    {"s110m_decode16_ctx2000x1_20x15", 12, 12, 64, 16, 20, 1, 2000},
 };
 
 std::map<std::string, double>& baseline_seconds() {  // "<case>" (the reference), "<case>/<isa>" (fp32 K/V)
@@ -53,8 +58,17 @@ std::map<std::string, double>& baseline_seconds() {  // "<case>" (the reference)
 void bench(benchmark::State& state, attention_case c, const kernel_table* kt, pagedserve::dtype kv_type) {
   constexpr int block_size = 16;
   const int kv_dim = c.n_kv_heads * c.head_size, dim = c.n_heads * c.head_size;
-  const int blocks_per_seq = (c.context + block_size - 1) / block_size;
-  const int n_blocks = c.n_seqs * blocks_per_seq;
+  std::vector<std::int32_t> offsets, seq_of, pos_of;
+  int n_blocks = 0, max_context = 0, total_context = 0;
+  for (int s = 0; s < c.n_seqs; ++s) {
+    offsets.push_back(n_blocks);
+    n_blocks += (c.seq_context(s) + block_size - 1) / block_size;
+    max_context = std::max(max_context, c.seq_context(s)), total_context += c.seq_context(s);
+    for (int p = c.seq_context(s) - c.tokens_per_seq; p < c.seq_context(s); ++p) {
+      seq_of.push_back(s);
+      pos_of.push_back(p);
+    }
+  }
   const std::size_t layer_f32_bytes = 2 * sizeof(float) * static_cast<std::size_t>(n_blocks) * block_size * kv_dim;
   const int n_layers = static_cast<int>(std::max<std::size_t>(4, (std::size_t{128} << 20) / layer_f32_bytes + 1));
   const pagedserve::kv_cache cache(n_layers, n_blocks, block_size, c.n_kv_heads, c.head_size, kv_type);
@@ -71,20 +85,12 @@ void bench(benchmark::State& state, attention_case c, const kernel_table* kt, pa
   std::vector<std::int32_t> tables(n_blocks);
   std::iota(tables.begin(), tables.end(), 0);
   std::shuffle(tables.begin(), tables.end(), rng);
-  std::vector<std::int32_t> offsets, seq_of, pos_of;
-  for (int s = 0; s < c.n_seqs; ++s) {
-    offsets.push_back(s * blocks_per_seq);
-    for (int p = c.context - c.tokens_per_seq; p < c.context; ++p) {
-      seq_of.push_back(s);
-      pos_of.push_back(p);
-    }
-  }
   const int n_tokens = static_cast<int>(seq_of.size());
   std::vector<float> q(static_cast<std::size_t>(n_tokens) * dim), out(q.size());
   for (float& f : q) f = dist(rng);
   std::vector<paged_kv_layer> layers;
   for (int l = 0; l < n_layers; ++l) layers.push_back(cache.layer(l));
-  const attention_batch batch{seq_of.data(), pos_of.data(), tables.data(), offsets.data(), n_tokens, c.context};
+  const attention_batch batch{seq_of.data(), pos_of.data(), tables.data(), offsets.data(), n_tokens, max_context};
 
   std::size_t layer = 0;
   const auto start = std::chrono::steady_clock::now();
@@ -99,7 +105,7 @@ void bench(benchmark::State& state, attention_case c, const kernel_table* kt, pa
   double positions = 0;
   for (int p : pos_of) positions += p + 1;
   const double flops = 4.0 * positions * c.n_heads * c.head_size;
-  const double kv_bytes = static_cast<double>(c.n_seqs) * c.context *
+  const double kv_bytes = static_cast<double>(total_context) *
                           pagedserve::kv_cache::bytes_per_token(1, c.n_kv_heads, c.head_size, kv_type);
   state.counters["GFLOP/s"] = flops / seconds / 1e9;
   state.counters["KV_GB/s"] = kv_bytes / seconds / 1e9;

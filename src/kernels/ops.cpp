@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -380,9 +381,11 @@ namespace {
 
 // One paged_attention call's work items, (tile of up to 8 tokens of one sequence, kv heads), and what
 // attending them reads and writes. With GQA an item has one kv head (its rows share the group). With MHA
-// it has as many adjacent kv heads as still leave every thread items_per_thread items (all of them from
-// a few sequences on; a quarter at batch 1 on two threads), walked 16 keys at a time across the heads
-// (kernel_table::attend_heads): a thread reads each block's heads as one run (3-48 KB on s110m) rather
+// a tile's kv heads are cut into as many items as its share of the step's work (keys times tokens) is
+// of items_per_thread items per thread: at batch 1 on two threads four items of three heads; from a few
+// equal sequences on one item a sequence; beside short sequences a long one is still cut, so no thread
+// is left its whole length (one of 2000 keys beside seven of 20). An item's heads are walked 16 keys at
+// a time across them (kernel_table::attend_heads): a thread reads each block's heads as one run (3-48 KB on s110m) rather
 // than a 1-4 KB run per (block, head), which the memory system streams much faster. A range of items is
 // attended on one thread through one kv_prefetch_stream: its K/V runs, in reading order across groups
 // and items, prefetched a fixed distance ahead of the kernels.
@@ -394,21 +397,15 @@ class attention_items {
         dim_(n_heads * head_size), group_(n_heads / n_kv_heads),
         scale_(1.0f / std::sqrt(static_cast<float>(head_size))) {
     query_tiles(tiles_, batch, max_tile);  // one small allocation per layer, against a layer's 50+ us
-    if (group_ == 1) {  // GQA items already read their group once for several rows: keep one kv head each
-      const int n_tiles = static_cast<int>(tiles_.size());
-      const int parts = std::clamp((items_per_thread * tbb::this_task_arena::max_concurrency() + n_tiles - 1) / n_tiles,
-                                   1, n_kv_heads);
-      heads_per_item_ = (n_kv_heads + parts - 1) / parts;
-    }
-    parts_ = (n_kv_heads + heads_per_item_ - 1) / heads_per_item_;
+    list_items();
   }
-  int size() const { return static_cast<int>(tiles_.size()) * parts_; }
+  int size() const { return static_cast<int>(items_.size()); }
 
   void attend(const tbb::blocked_range<int>& items) const {
     static tbb::enumerable_thread_specific<thread_state> states;
     thread_state& st = states.local();
     st.stream.restart();
-    st.scores.resize(static_cast<std::size_t>(max_tile) * group_ * heads_per_item_ * attend_scores_floats(kv_.block_size));
+    st.scores.resize(static_cast<std::size_t>(max_tile) * group_ * max_heads_per_item_ * attend_scores_floats(kv_.block_size));
     int next_listed = items.begin();
     for (int item = items.begin(); item < items.end(); ++item) {
       // This item and the next are listed, and more while the listed bytes ahead are short of the distance.
@@ -425,9 +422,8 @@ class attention_items {
 
  private:
   static constexpr int max_tile = 8;
-  // Work items per thread below which a tile's MHA kv heads are split over several items. Two: at batch
-  // 1 as fast as one (runs of 3 heads against 6), and a few sequences of unequal lengths still leave
-  // each thread two items to balance (one item a sequence could leave a thread the one long sequence).
+  // Work items of equal work per thread that MHA tiles are cut into. Two: at batch 1 as fast as one
+  // (runs of 3 heads against 6), and a thread still has two items to balance with the other's.
   static constexpr int items_per_thread = 2;
   struct thread_state {
     std::vector<float> acc, max, sum, scores;
@@ -435,21 +431,48 @@ class attention_items {
     std::vector<kv_group> groups;  // rows[r]'s group, for items of several kv heads
     kv_prefetch_stream stream;
   };
+  struct work_item {  // tiles_[tile]'s kv heads [first_head, first_head + n_heads)
+    int tile, first_head, n_heads;
+  };
   struct item_span {  // one work item's blocks and kv heads
     const std::int32_t* table;
     int first_block, last_block, last_pos;
     int first_head, n_heads;
   };
 
+  // A tile's work: its tokens times the keys from its first token's start to its last token (all heads).
+  std::int64_t tile_work(const query_tile& tile) const {
+    const int last_pos = batch_.pos_of_token[tile.first_token + tile.n_tokens - 1];
+    const int first_start = attention_start(batch_, batch_.pos_of_token[tile.first_token]);
+    return std::int64_t{tile.n_tokens} * (last_pos + 1 - first_start);
+  }
+
+  // Fills items_: per tile, its kv heads in parts of equal size, as many as its work is of the step's
+  // work over items_per_thread items per thread (rounded up, in integers); GQA: one kv head a part.
+  void list_items() {
+    items_.clear();
+    std::int64_t total = 0;
+    for (const query_tile& tile : tiles_) total += tile_work(tile);
+    const std::int64_t n_target = items_per_thread * tbb::this_task_arena::max_concurrency();
+    for (int t = 0; t < static_cast<int>(tiles_.size()); ++t) {
+      // GQA items already read their group once for several rows: one kv head each.
+      const std::int64_t share = (tile_work(tiles_[t]) * n_target + total - 1) / total;
+      const int parts = group_ == 1 ? static_cast<int>(std::clamp<std::int64_t>(share, 1, n_kv_heads_)) : n_kv_heads_;
+      const int heads = (n_kv_heads_ + parts - 1) / parts;
+      max_heads_per_item_ = std::max(max_heads_per_item_, heads);
+      for (int h = 0; h < n_kv_heads_; h += heads) items_.push_back({t, h, std::min(heads, n_kv_heads_ - h)});
+    }
+  }
+
   item_span span_of(int item) const {
-    const query_tile tile = tiles_[item / parts_];
+    const work_item& it = items_[item];
+    const query_tile tile = tiles_[it.tile];
     const int bs = kv_.block_size;
     const int last_pos = batch_.pos_of_token[tile.first_token + tile.n_tokens - 1];
     const int first_start = attention_start(batch_, batch_.pos_of_token[tile.first_token]);
-    const int first_head = item % parts_ * heads_per_item_;
     return item_span{batch_.block_tables + batch_.seq_block_offset[batch_.seq_of_token[tile.first_token]],
                      first_start / bs / kv_group_blocks * kv_group_blocks, last_pos / bs, last_pos,
-                     first_head, std::min(heads_per_item_, n_kv_heads_ - first_head)};
+                     it.first_head, it.n_heads};
   }
 
   // Row r of an item: token first + r / (group * n_heads), query head first_head * group + r % (group * n_heads).
@@ -459,7 +482,7 @@ class attention_items {
   int row_head(const item_span& span, int r) const { return span.first_head * group_ + r % (group_ * span.n_heads); }
 
   void attend_item(int item, thread_state& st) const {
-    const query_tile tile = tiles_[item / parts_];
+    const query_tile tile = tiles_[items_[item].tile];
     const item_span span = span_of(item);
     const int bs = kv_.block_size, n_rows = tile.n_tokens * group_ * span.n_heads;
     st.acc.assign(static_cast<std::size_t>(n_rows) * head_size_, 0.0f);
@@ -506,7 +529,8 @@ class attention_items {
   int n_kv_heads_, head_size_, dim_, group_;
   float scale_;
   std::vector<query_tile> tiles_;
-  int heads_per_item_ = 1, parts_ = 1;  // kv heads per work item, work items per tile
+  std::vector<work_item> items_;
+  int max_heads_per_item_ = 1;
 };
 
 }  // namespace

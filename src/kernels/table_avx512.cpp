@@ -366,6 +366,27 @@ inline __m512 attend_scores_chunk(const __m512 (&qv)[NV], const kv_group& g, kv_
   return _mm512_mul_ps(dots, _mm512_set1_ps(scale));
 }
 
+// The values pass of one row over keys [j, end) of g: a += weight * V row, key by key in increasing
+// order (int8 rows times their scales), weights[j] being key j's. per_key, when given, is advanced by
+// each row read (attend_group_registers); attend_heads_registers advances its stream once a chunk.
+template <class L, int NV>
+inline void attend_values(__m512 (&a)[NV], const kv_group& g, int j, int end, const float* weights,
+                          kv_prefetch_stream* per_key) {
+  using elem = typename L::elem;
+  constexpr bool scaled = std::is_same_v<elem, std::int8_t>;
+  constexpr int head_size = 16 * NV;
+  constexpr std::size_t row_bytes = head_size * sizeof(elem) + (scaled ? sizeof(float) : 0);
+  for (kv_group_cursor at(g, j); j < end; ++j, at.next(g)) {
+    if (per_key) per_key->advance(row_bytes);
+    float wj = weights[j];
+    if constexpr (scaled) wj *= g.v_scales[at.block][at.slot];
+    const __m512 w = _mm512_set1_ps(wj);
+    const elem* vj = at.row<elem>(g.v, head_size);
+#pragma GCC unroll 16
+    for (int c = 0; c < NV; ++c) a[c] = _mm512_fmadd_ps(w, L::full(vj + 16 * c), a[c]);
+  }
+}
+
 // attend_group with head_size = 16 * NV: q and the accumulator stay in registers across the group's
 // keys; scores are reduced 16 keys at a time (reduce16x16) and their weights exponentiated 16 at a
 // time (exp_avx512, about 1 ulp from std::exp). K and V are read through L (fp32, fp16, fp8 or int8; int8
@@ -402,16 +423,7 @@ void attend_group_registers(float* acc, float* row_max, float* row_sum, const fl
     *row_max = new_max;
   }
   *row_sum += attend_weights(scores, j0, n, new_max);
-  at = kv_group_cursor(g, j0);
-  for (int j = j0; j < n; ++j, at.next(g)) {
-    if (g.ahead) g.ahead->advance(row_bytes);
-    float wj = scores[j];
-    if constexpr (scaled) wj *= g.v_scales[at.block][at.slot];
-    const __m512 w = _mm512_set1_ps(wj);
-    const elem* vj = at.row<elem>(g.v, head_size);
-#pragma GCC unroll 16
-    for (int c = 0; c < NV; ++c) a[c] = _mm512_fmadd_ps(w, L::full(vj + 16 * c), a[c]);
-  }
+  attend_values<L, NV>(a, g, j0, n, scores, g.ahead);
 #pragma GCC unroll 16
   for (int c = 0; c < NV; ++c) _mm512_storeu_ps(acc + 16 * c, a[c]);
 }
@@ -654,16 +666,8 @@ void attend_heads_registers(const attend_row* rows, const kv_group* groups, int 
       __m512 a[NV];
 #pragma GCC unroll 16
       for (int c = 0; c < NV; ++c) a[c] = _mm512_loadu_ps(rows[r].acc + 16 * c);
-      kv_group_cursor at(g, jb);
       if (ahead) ahead->advance((end - jb) * row_bytes);
-      for (int j = jb; j < end; ++j, at.next(g)) {
-        float wj = sr[j];
-        if constexpr (scaled) wj *= g.v_scales[at.block][at.slot];
-        const __m512 w = _mm512_set1_ps(wj);
-        const elem* vj = at.row<elem>(g.v, head_size);
-#pragma GCC unroll 16
-        for (int c = 0; c < NV; ++c) a[c] = _mm512_fmadd_ps(w, L::full(vj + 16 * c), a[c]);
-      }
+      attend_values<L, NV>(a, g, jb, end, sr, nullptr);
 #pragma GCC unroll 16
       for (int c = 0; c < NV; ++c) _mm512_storeu_ps(rows[r].acc + 16 * c, a[c]);
     }
