@@ -32,6 +32,14 @@ inline __m256i avx2_broadcast4(const std::int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
+// The activations of token t's block b, opaque to the optimizer: read again for each half of a panel
+// block. GCC otherwise hoists a super-block's broadcasts out of the loop over halves and spills them (the
+// K-quant kernels: 64 ymm of them, 400 stack accesses a super-block).
+inline const std::int8_t* avx2_activations(const std::int8_t* qs) {
+  asm volatile("" : "+r"(qs));
+  return qs;
+}
+
 // Bit `bit` of every byte of v moved to bit 4 (16-bit shifts: what crosses from the next byte lands
 // elsewhere, for the caller's and with 0x10 to drop).
 inline __m256i avx2_bit_to_4(__m256i v, int bit) {

@@ -47,19 +47,16 @@ struct panel_q45_k_avx2 {
     const __m256i low_bytes = _mm256_set1_epi16(0xFF), sixteen = _mm256_set1_epi8(16);
     for (int b = 0; b < nb; ++b) {
       const std::byte* block = panel + static_cast<std::size_t>(b) * block_bytes;
-#pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 1
+      for (int h = 0; h < 2; ++h) {  // not unrolled: GCC then hoists both halves' work and spills
         const auto load = [&](int at) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + at + 32 * h)); };
         const __m256i s0 = load(64), s1 = load(128), s2 = load(192);
-        const __m256i scales03 = _mm256_and_si256(s0, low6), mins03 = _mm256_and_si256(s1, low6);
+        const __m256i scales03 = _mm256_and_si256(s0, low6);
         const __m256i scales47 =
             _mm256_or_si256(_mm256_and_si256(s2, low4), _mm256_and_si256(_mm256_srli_epi16(s0, 2), top2));
-        const __m256i mins47 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(s2, 4), low4),
-                                               _mm256_and_si256(_mm256_srli_epi16(s1, 2), top2));
-        const __m256i min_pair[4] = {_mm256_and_si256(mins03, low_bytes), _mm256_srli_epi16(mins03, 8),
-                                     _mm256_and_si256(mins47, low_bytes), _mm256_srli_epi16(mins47, 8)};
         __m256i isum[n_t];
-        for (int t = 0; t < n_t; ++t) isum[t] = _mm256_setzero_si256();
+        const std::int8_t* qs[n_t];
+        for (int t = 0; t < n_t; ++t) isum[t] = _mm256_setzero_si256(), qs[t] = avx2_activations(y[t][b].qs);
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) {
           const __m256i& scales = c < 2 ? scales03 : scales47;
@@ -77,8 +74,8 @@ struct panel_q45_k_avx2 {
             }
 #pragma GCC unroll 4
             for (int t = 0; t < n_t; ++t) {
-              const __m256i e = _mm256_maddubs_epi16(lo, avx2_broadcast4(y[t][b].qs + 64 * c + 4 * u));
-              const __m256i o = _mm256_maddubs_epi16(hi, avx2_broadcast4(y[t][b].qs + 64 * c + 32 + 4 * u));
+              const __m256i e = _mm256_maddubs_epi16(lo, avx2_broadcast4(qs[t] + 64 * c + 4 * u));
+              const __m256i o = _mm256_maddubs_epi16(hi, avx2_broadcast4(qs[t] + 64 * c + 32 + 4 * u));
               even[t] = u % terms16 == 0 ? e : _mm256_add_epi16(even[t], e);
               odd[t] = u % terms16 == 0 ? o : _mm256_add_epi16(odd[t], o);
               if (u % terms16 == terms16 - 1)
@@ -87,6 +84,12 @@ struct panel_q45_k_avx2 {
             }
           }
         }
+        // The mins after the weights, so they hold no registers across them.
+        const __m256i mins03 = _mm256_and_si256(s1, low6);
+        const __m256i mins47 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(s2, 4), low4),
+                                               _mm256_and_si256(_mm256_srli_epi16(s1, 2), top2));
+        const __m256i min_pair[4] = {_mm256_and_si256(mins03, low_bytes), _mm256_srli_epi16(mins03, 8),
+                                     _mm256_and_si256(mins47, low_bytes), _mm256_srli_epi16(mins47, 8)};
         const auto fp16 = [&](int at) {
           return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + at + 16 * h)));
         };

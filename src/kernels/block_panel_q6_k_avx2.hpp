@@ -36,14 +36,15 @@ struct panel_q6_k_avx2 {
     for (int t = 0; t < n_t; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
     for (int b = 0; b < nb; ++b) {
       const std::byte* block = panel + static_cast<std::size_t>(b) * block_bytes;
-#pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 1
+      for (int h = 0; h < 2; ++h) {  // not unrolled (nor the steps): GCC then hoists their work and spills
         const auto load = [&](int at) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + at + 32 * h)); };
         __m256i isum[n_t];
-        for (int t = 0; t < n_t; ++t) isum[t] = _mm256_setzero_si256();
-#pragma GCC unroll 2
+        const std::int8_t* qs[n_t];
+        for (int t = 0; t < n_t; ++t) isum[t] = _mm256_setzero_si256(), qs[t] = avx2_activations(y[t][b].qs);
+#pragma GCC unroll 1
         for (int n = 0; n < 2; ++n)
-#pragma GCC unroll 2
+#pragma GCC unroll 1
           for (int half = 0; half < 2; ++half) {  // u = 4 half + r: groups 8n + 2g + half
             const int step = step_bytes * (2 * n + half);
 #pragma GCC unroll 4
@@ -57,7 +58,7 @@ struct panel_q6_k_avx2 {
                 const __m256i w1 = weights(load(at + run_bytes + 64 * (g % 2)), load(at + run_bytes + 128), g);
 #pragma GCC unroll 4
                 for (int t = 0; t < n_t; ++t) {
-                  const std::int8_t* a = y[t][b].qs + 128 * n + 32 * g + 4 * (4 * half + r);
+                  const std::int8_t* a = qs[t] + 128 * n + 32 * g + 4 * (4 * half + r);
                   const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(w0, avx2_broadcast4(a)),
                                                        _mm256_maddubs_epi16(w1, avx2_broadcast4(a + 4)));
                   chain[t] = _mm256_add_epi32(chain[t], avx2_pairs_to_i32(s16));
