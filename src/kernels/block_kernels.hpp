@@ -20,7 +20,8 @@ constexpr bool block_panels_avx2(dtype t) {
     case dtype::iq4_nl:
     case dtype::q4_k:
     case dtype::q5_k:
-    case dtype::q6_k: return true;
+    case dtype::q6_k:
+    case dtype::iq4_xs: return true;
     default: return false;
   }
 }

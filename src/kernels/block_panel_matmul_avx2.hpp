@@ -4,6 +4,7 @@
 // avx2_vnni file compiles the same vpmaddubsw kernels (its integer sums are the same; not runnable on a
 // CPU without AVX-VNNI, so kept identical rather than separately tuned).
 #include "block_kernels.hpp"
+#include "block_panel_iq4_xs_avx2.hpp"
 #include "block_panel_q4_0_avx2.hpp"
 #include "block_panel_q4_k_avx2.hpp"
 #include "block_panel_q6_k_avx2.hpp"
@@ -26,6 +27,7 @@ inline bool matmul_panels_avx2_any(float* out, const std::byte* xq, const weight
     case dtype::q4_k: matmul_panels_avx2<panel_q4_k_avx2>(out, xq, w, n_tokens, o_begin, o_end); break;
     case dtype::q5_k: matmul_panels_avx2<panel_q5_k_avx2>(out, xq, w, n_tokens, o_begin, o_end); break;
     case dtype::q6_k: matmul_panels_avx2<panel_q6_k_avx2>(out, xq, w, n_tokens, o_begin, o_end); break;
+    case dtype::iq4_xs: matmul_panels_avx2<panel_iq4_xs_avx2>(out, xq, w, n_tokens, o_begin, o_end); break;
     default: return false;
   }
   return true;
