@@ -21,6 +21,7 @@
 //   PAGEDSERVE_DECODE_FILE=M.gguf ./build/load-tests/bench_decode --benchmark_filter=file/
 //       # any model file (model_load_any), as loaded and as int8, 1 and 16 streams (quant_vs_llama_cpp.sh),
 //       # and as loaded at 1 stream with the q8 KV cache (file/as_loaded/kv_q8/streams:1)
+//   PAGEDSERVE_BENCH_KERNELS=avx2 [PAGEDSERVE_BENCH_ROWS=1] ...: another table, and layout (bench_table.hpp)
 #include <benchmark/benchmark.h>
 #include <tbb/parallel_for.h>
 
@@ -76,7 +77,7 @@ std::expected<std::shared_ptr<const model>, std::string> model_converted(const s
   options.weights = format;  // converted while loading: no second copy of a dequantized file
   auto loaded = model_load_any(s.checkpoint, options);
   if (!loaded) return std::unexpected(loaded.error());
-  last_shape = &s, last_format = format, last = std::move(*loaded);
+  last_shape = &s, last_format = format, last = bench::model_for_bench_table(std::move(*loaded));
   return last;
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "bench_table.hpp"
 #include "model/forward.hpp"
 #include "kv/kv_cache.hpp"
 #include "pagedserve/model.hpp"
@@ -25,7 +26,7 @@ class decoder {
         streams_(streams),
         cache_(m.config.n_layers, streams * blocks_per_seq, block_size, m.config.n_kv_heads, m.config.head_size(),
                kv_type),
-        fwd_(m, *kernels::kernel_table_select(), std::max(streams, prefix)) {
+        fwd_(m, bench_kernel_table(), std::max(streams, prefix)) {
     for (int s = 0; s < streams; ++s) {  // fill each sequence's first `prefix` positions
       step_batch b = batch_for(s, 0, prefix);
       fwd_.run(b, cache_);

@@ -8,6 +8,24 @@
 
 namespace pagedserve::kernels::detail {
 
+// The block types the avx2 / avx2_vnni tables' matmul_blocks read as row panels (block_panel_*_avx2.hpp);
+// the others they read through block_panels_row's gather, so those are not repacked for them.
+constexpr bool block_panels_avx2(dtype t) {
+  switch (t) {
+    case dtype::q4_0:
+    case dtype::q4_1:
+    case dtype::q5_0:
+    case dtype::q5_1:
+    case dtype::q8_0:
+    case dtype::iq4_nl:
+    case dtype::q4_k:
+    case dtype::q5_k:
+    case dtype::q6_k:
+    case dtype::iq4_xs: return true;
+    default: return false;
+  }
+}
+
 // kernel_table::quantize_activations (block_activations.cpp), and the AVX-512 tables' version of it
 // (block_activations_avx512.cpp): the same bytes in every table.
 void quantize_activations(std::byte* xq, const float* x, dtype wtype, int n);

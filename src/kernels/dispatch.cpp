@@ -1,6 +1,7 @@
 // Chooses the kernel table once from CPU detection; config or tests may force a variant.
 #include <vector>
 
+#include "block_kernels.hpp"
 #include "model/ggml_block_panels.hpp"
 #include "pagedserve/kernels.hpp"
 
@@ -60,7 +61,13 @@ std::span<const kernel_table* const> kernel_tables_supported() {
 }
 
 bool block_panels_pay(const kernel_table& kt, dtype t) {
-  return (kt.which == isa::avx512_vnni || kt.which == isa::avx512_bf16) && block_panels_defined(t);
+  switch (kt.which) {
+    case isa::avx512_vnni:
+    case isa::avx512_bf16: return block_panels_defined(t);
+    case isa::avx2:
+    case isa::avx2_vnni: return detail::block_panels_avx2(t);
+    default: return false;
+  }
 }
 
 const kernel_table* kernel_table_select(std::string_view forced) {

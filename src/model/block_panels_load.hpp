@@ -13,8 +13,8 @@ namespace pagedserve {
 // `mapped` one matrix after the other, so the file's bytes and the copy are never both resident for
 // long. A classifier tied to the token embedding is repacked too (it streams at every step, the
 // embedding's lookups gather their rows back from the panels: weight_row_to_f32), and the embedding
-// then views the same panels. Other tables, when forced, still compute panel-packed matrices (they
-// gather rows back), only slower.
+// then views the same panels. Other tables, when forced, still compute panel-packed matrices (on
+// their own panel kernels where kernels::block_panels_pay, else gathering rows back), only slower.
 void model_pack_block_panels(model& m, std::span<const std::byte> mapped);
 
 // Whether matrices of type t are repacked into row panels on this CPU (its best table has a panel

@@ -157,6 +157,43 @@ TEST_P(BlockPanelsMatmul, BatchInvariant) {
   }
 }
 
+// The avx2 / avx2_vnni panel kernels (block_panel_*_avx2.hpp) sum the same integers in the avx512_vnni
+// kernels' fp32 sequence: every output of every type they cover has the avx512_vnni table's bits, over
+// the same quantized activations, for 1..33 tokens, ragged rows and row ranges.
+TEST(BlockPanelsAvx2, BitIdenticalToAvx512Vnni) {
+  const kernel_table* zmm = kernel_table_select("avx512_vnni");
+  if (!zmm) GTEST_SKIP() << "no avx512_vnni table on this CPU to compare with";
+  std::mt19937 rng(17);
+  int n_compared = 0;
+  for (const char* name : {"avx2", "avx2_vnni"}) {
+    const kernel_table* ymm = kernel_table_select(name);
+    if (!ymm) continue;  // avx2_vnni: not on a CPU without AVX-VNNI (same source as avx2's)
+    for (dtype t : panel_types) {
+      if (!block_panels_pay(*ymm, t)) continue;
+      ASSERT_TRUE(block_panels_pay(*zmm, t));
+      ++n_compared;
+      for (int rows : ragged_rows) {
+        const int cols = cols_of(t), n_tokens = 33;
+        const packed_matrix m = random_packed(t, rows, cols, rng);
+        const std::size_t x_bytes = activation_row_bytes(t, cols);
+        const std::vector<std::byte> xq =
+            quantize(*zmm, t, random_vector(static_cast<std::size_t>(n_tokens) * cols, rng), n_tokens, cols);
+        for (const int batch : {1, 2, 3, 4, 5, 8, 16, 33}) {
+          const int first = (n_tokens - batch) / 2, split = (batch * 7) % rows;
+          std::vector<float> want(static_cast<std::size_t>(batch) * rows, NAN), got(want.size(), NAN);
+          zmm->matmul_blocks(want.data(), xq.data() + first * x_bytes, m.as_panels, batch, 0, rows);
+          ymm->matmul_blocks(got.data(), xq.data() + first * x_bytes, m.as_panels, batch, 0, split);
+          ymm->matmul_blocks(got.data(), xq.data() + first * x_bytes, m.as_panels, batch, split, rows);
+          for (std::size_t i = 0; i < got.size(); ++i)
+            ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want[i]))
+                << name << " " << dtype_name(t) << ": " << rows << " rows, batch " << batch << ", output " << i;
+        }
+      }
+    }
+  }
+  EXPECT_GE(n_compared, 10) << "q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, q4_k, q5_k, q6_k, iq4_xs at least";
+}
+
 INSTANTIATE_TEST_SUITE_P(Tables, BlockPanelsMatmul, ::testing::ValuesIn(supported_tables()),
                          [](const ::testing::TestParamInfo<const kernel_table*>& info) {
                            return std::string(isa_name(info.param->which));

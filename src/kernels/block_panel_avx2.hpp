@@ -1,0 +1,98 @@
+#pragma once
+// What the AVX2 panel kernels (block_panel_<format>_avx2.hpp) share: the loop over panels and token
+// groups, and the integer dot of 8 rows against one token on ymm. A 16-row panel (model/ggml_block_panels.hpp:
+// 4 bytes of each row per 64 bytes) is two ymm of 8 rows: the first 32 bytes of every 64 hold rows 0-7,
+// the next 32 rows 8-15, so each half is read as the zmm kernels read the whole.
+// AVX2 has no vpdpbusd: vpmaddubsw (u8 weights x s8 activations -> saturating s16 pairs) and vpmaddwd
+// into int32. The activations are in [-127, 127] (block_activations.cpp), so a pair of products of a
+// weight <= 63 fits 16 bits, and so do sums of up to 32767 / (2 x max weight x 127) pairs: the integer
+// dot is exact, the same integers as the avx512_vnni panel kernels', and each format's fp32 sequence is
+// theirs element for element: every output has the avx512_vnni table's bits (block_panels_test).
+// Included by the avx2 and avx2_vnni files (block_dot_avx2*.cpp), the same source for both.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "model/ggml_block_panels.hpp"
+#include "pagedserve/kernels.hpp"
+
+namespace pagedserve::kernels {
+namespace {
+
+constexpr int panel_avx2_tokens = 4;  // tokens sharing one decode of a panel's block
+
+// The 4 int8 activations at p in every 32-bit element.
+inline __m256i avx2_broadcast4(const std::int8_t* p) {
+  std::int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// The activations of token t's block b, opaque to the optimizer: read again for each half of a panel
+// block. GCC otherwise hoists a super-block's broadcasts out of the loop over halves and spills them (the
+// K-quant kernels: 64 ymm of them, 400 stack accesses a super-block).
+inline const std::int8_t* avx2_activations(const std::int8_t* qs) {
+  asm volatile("" : "+r"(qs));
+  return qs;
+}
+
+// Bit `bit` of every byte of v moved to bit 4 (16-bit shifts: what crosses from the next byte lands
+// elsewhere, for the caller's and with 0x10 to drop).
+inline __m256i avx2_bit_to_4(__m256i v, int bit) {
+  return bit < 4 ? _mm256_slli_epi16(v, 4 - bit) : bit == 4 ? v : _mm256_srli_epi16(v, bit - 4);
+}
+
+// vpmaddwd of 16-bit pair sums by ones: one int32 per row.
+inline __m256i avx2_pairs_to_i32(__m256i s16) { return _mm256_madd_epi16(s16, _mm256_set1_epi16(1)); }
+
+// A format F's kernel for n_t tokens: sums[t * 16 + r] = row r of the panel · token t, from F's
+// per-block token extras (F::token_extras: offsets, min pairs).
+template <class F>
+using panel_avx2_fn = void (*)(float*, const std::byte*, const typename F::act* const*, const std::int32_t* const*, int);
+template <class F>
+constexpr panel_avx2_fn<F> panel_avx2_kernels[panel_avx2_tokens] = {&F::template dot<1>, &F::template dot<2>,
+                                                                    &F::template dot<3>, &F::template dot<4>};
+
+// kernel_table::matmul_blocks for a panel-packed w of format F: every panel touching [o_begin, o_end),
+// all of its rows computed, those in the range stored. F::token_extras fills F::extra_per_block int32
+// of one token's block (once per token and call, before the first panel).
+template <class F>
+void matmul_panels_avx2(float* out, const std::byte* xq, const weight& w, int n_tokens, int o_begin, int o_end) {
+  using act = typename F::act;
+  const std::size_t x_bytes = activation_row_bytes(w.type, w.cols);
+  const int nb = w.cols / F::block_weights;
+  const std::size_t panel_bytes = static_cast<std::size_t>(nb) * F::block_bytes;
+  const std::size_t extras_per_token = static_cast<std::size_t>(nb) * F::extra_per_block;
+  thread_local std::vector<std::int32_t> extras;  // grows to the largest call, then reused
+  if (extras.size() < n_tokens * extras_per_token) extras.resize(n_tokens * extras_per_token);
+  if constexpr (F::extra_per_block > 0)
+    for (int t = 0; t < n_tokens; ++t) {
+      const auto* y = reinterpret_cast<const act*>(xq + t * x_bytes);
+      for (int b = 0; b < nb; ++b) F::token_extras(extras.data() + t * extras_per_token + b * F::extra_per_block, y[b]);
+    }
+  for (int p = o_begin / block_panel_rows; p * block_panel_rows < o_end; ++p) {
+    const int first = p * block_panel_rows;
+    const int r_begin = std::max(o_begin, first) - first, r_end = std::min(o_end, first + block_panel_rows) - first;
+    for (int t = 0; t < n_tokens; t += panel_avx2_tokens) {
+      const int n_t = std::min(panel_avx2_tokens, n_tokens - t);
+      const act* y[panel_avx2_tokens];
+      const std::int32_t* extra[panel_avx2_tokens];
+      for (int i = 0; i < n_t; ++i) {
+        y[i] = reinterpret_cast<const act*>(xq + (t + i) * x_bytes);
+        extra[i] = extras.data() + (t + i) * extras_per_token;
+      }
+      float sums[panel_avx2_tokens * block_panel_rows];
+      panel_avx2_kernels<F>[n_t - 1](sums, static_cast<const std::byte*>(w.data) + p * panel_bytes, y, extra, nb);
+      for (int i = 0; i < n_t; ++i)
+        for (int r = r_begin; r < r_end; ++r)
+          out[static_cast<std::size_t>(t + i) * w.rows + first + r] = sums[i * block_panel_rows + r];
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pagedserve::kernels
