@@ -149,7 +149,7 @@ void bench_matmul(benchmark::State& state, const kernel_table* kt, dtype type, m
 // well above the bandwidth for a decode to stream at it (docs/block-kernels-speed.md).
 // The classifier shape runs q6_k only: the classifier's format in llama.cpp's 4-bit and K-quant mixes.
 constexpr int classifier_rows = 32000;
-constexpr matmul_shape block_shapes[] = {{5632, 2048, "w1_tinyllama"}, {2048, 5632, "w2_tinyllama"}, {2048, 768, "w1_s110m"},
+constexpr matmul_shape block_shapes[] = {{5632, 2048, "w1_tinyllama"}, {2048, 5632, "w2_tinyllama"}, {2048, 768, "w1_s110m"}, {768, 768, "wo_s110m"},
                                          {classifier_rows, 2048, "classifier_tinyllama"}};
 constexpr int block_token_counts[] = {1, 4, 16, 64, 128};
 constexpr dtype block_types[] = {dtype::q4_k, dtype::q6_k, dtype::q4_0, dtype::q8_0, dtype::q5_k, dtype::q5_0,

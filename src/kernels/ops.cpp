@@ -96,6 +96,21 @@ constexpr int static_split_tokens = 16;
 // multiple of the others'): a range of panels that is not a multiple of it ends in a slower, narrower tile.
 constexpr int i8_tile_panels = 4;
 
+// At decode sizes the other threads start on their share of a matmul ~1.1-1.4 us after the fork and
+// the calling thread ~0.45 us after it (docs/batch1-decode.md, "Matmul phases at batch 1"): the caller
+// takes this many more weight bytes than the others, what a thread streams in the difference, so that
+// all shares end together. A tile's time grows with its tokens (at most linearly), the lead shrinks with them.
+constexpr std::size_t caller_lead_bytes = 16 << 10;
+
+// The calling thread's extra tiles when n_tiles tiles of n_bytes weights are split n_shares ways: never
+// more than half an even share, none on one thread.
+int caller_lead_tiles(int n_tiles, std::size_t n_bytes, int n_tokens, int n_shares) {
+  if (n_shares < 2 || n_bytes == 0) return 0;
+  const std::size_t tile_bytes = std::max<std::size_t>(1, n_bytes / n_tiles);
+  const int lead = static_cast<int>(caller_lead_bytes / n_tokens / tile_bytes);
+  return std::min(lead, n_tiles / n_shares / 2);
+}
+
 // A group's tiles are numbered one output after the other.
 int tiles_of(const weight& w) { return (w.rows + rows_per_tile - 1) / rows_per_tile; }
 
@@ -186,11 +201,30 @@ void matmul_group(const kernel_table& kt, std::span<const matmul_output> outputs
   // Decode-sized steps give each thread one contiguous share of the rows (no splitting or stealing:
   // one weight stream per thread, and the join is all they pay); prefill's long matmuls keep
   // TBB's dynamic split, which rebalances when a core is busy elsewhere.
-  const tbb::blocked_range<int> all(0, n_tiles, any_i8 ? 8 : 1);
-  if (n_tokens <= static_split_tokens)
-    tbb::parallel_for(all, body, tbb::static_partitioner{});
-  else
-    tbb::parallel_for(all, body);
+  if (n_tokens > static_split_tokens) {
+    tbb::parallel_for(tbb::blocked_range<int>(0, n_tiles, any_i8 ? 8 : 1), body);
+    return;
+  }
+  std::size_t n_bytes = 0;
+  for (const matmul_output& o : outputs) n_bytes += o.w.n_bytes();
+  // i8 shares of at least 8 tiles, as the dynamic split's grain.
+  const int n_shares = std::max(1, std::min(tbb::this_task_arena::max_concurrency(), n_tiles / (any_i8 ? 8 : 1)));
+  const int lead = caller_lead_tiles(n_tiles, n_bytes, n_tokens, n_shares);
+  // Share s: tiles [bound(s), bound(s + 1)). The static partitioner gives one share to each thread and
+  // keeps the first, the one with the lead, on the calling thread.
+  const auto bound = [&](int s) {
+    if (s == 0) return 0;
+    return lead + static_cast<int>(static_cast<long long>(n_tiles - lead) * s / n_shares);
+  };
+  tbb::parallel_for(
+      tbb::blocked_range<int>(0, n_shares, 1),
+      [&](const tbb::blocked_range<int>& r) {
+        for (int s = r.begin(); s < r.end(); ++s) {
+          const int b = bound(s), e = bound(s + 1);
+          if (b < e) body(tbb::blocked_range<int>(b, e));
+        }
+      },
+      tbb::static_partitioner{});
 }
 
 void matmul(const kernel_table& kt, float* out, const float* x, const weight& w, int n_tokens) {
