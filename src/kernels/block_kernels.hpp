@@ -4,26 +4,16 @@
 // own flags).
 #include <cstddef>
 
+#include "model/ggml_block_panels.hpp"
 #include "pagedserve/weight.hpp"
 
 namespace pagedserve::kernels::detail {
 
-// The block types the avx2 / avx2_vnni tables' matmul_blocks read as row panels (block_panel_*_avx2.hpp);
-// the others they read through block_panels_row's gather, so those are not repacked for them.
+// The block types the avx2 / avx2_vnni tables' matmul_blocks read as row panels (block_panel_*_avx2.hpp):
+// all with a panel layout but q2_k (its in-place weights, up to 192, would saturate vpmaddubsw) and q3_k.
+// The others they read through block_panels_row's gather, so those are not repacked for them.
 constexpr bool block_panels_avx2(dtype t) {
-  switch (t) {
-    case dtype::q4_0:
-    case dtype::q4_1:
-    case dtype::q5_0:
-    case dtype::q5_1:
-    case dtype::q8_0:
-    case dtype::iq4_nl:
-    case dtype::q4_k:
-    case dtype::q5_k:
-    case dtype::q6_k:
-    case dtype::iq4_xs: return true;
-    default: return false;
-  }
+  return block_panels_defined(t) && t != dtype::q2_k && t != dtype::q3_k;
 }
 
 // kernel_table::quantize_activations (block_activations.cpp), and the AVX-512 tables' version of it

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "model/ggml_block_panels.hpp"
+#include "panel_token_groups.hpp"
 #include "pagedserve/kernels.hpp"
 
 namespace pagedserve::kernels {
@@ -52,7 +53,7 @@ inline __m256i avx2_pairs_to_i32(__m256i s16) { return _mm256_madd_epi16(s16, _m
 // A format F's kernel for n_t tokens: sums[t * 16 + r] = row r of the panel · token t, from F's
 // per-block token extras (F::token_extras: offsets, min pairs).
 template <class F>
-using panel_avx2_fn = void (*)(float*, const std::byte*, const typename F::act* const*, const std::int32_t* const*, int);
+using panel_avx2_fn = panel_kernel_fn<typename F::act>;
 template <class F>
 constexpr panel_avx2_fn<F> panel_avx2_kernels[panel_avx2_tokens] = {&F::template dot<1>, &F::template dot<2>,
                                                                     &F::template dot<3>, &F::template dot<4>};
@@ -74,24 +75,8 @@ void matmul_panels_avx2(float* out, const std::byte* xq, const weight& w, int n_
       const auto* y = reinterpret_cast<const act*>(xq + t * x_bytes);
       for (int b = 0; b < nb; ++b) F::token_extras(extras.data() + t * extras_per_token + b * F::extra_per_block, y[b]);
     }
-  for (int p = o_begin / block_panel_rows; p * block_panel_rows < o_end; ++p) {
-    const int first = p * block_panel_rows;
-    const int r_begin = std::max(o_begin, first) - first, r_end = std::min(o_end, first + block_panel_rows) - first;
-    for (int t = 0; t < n_tokens; t += panel_avx2_tokens) {
-      const int n_t = std::min(panel_avx2_tokens, n_tokens - t);
-      const act* y[panel_avx2_tokens];
-      const std::int32_t* extra[panel_avx2_tokens];
-      for (int i = 0; i < n_t; ++i) {
-        y[i] = reinterpret_cast<const act*>(xq + (t + i) * x_bytes);
-        extra[i] = extras.data() + (t + i) * extras_per_token;
-      }
-      float sums[panel_avx2_tokens * block_panel_rows];
-      panel_avx2_kernels<F>[n_t - 1](sums, static_cast<const std::byte*>(w.data) + p * panel_bytes, y, extra, nb);
-      for (int i = 0; i < n_t; ++i)
-        for (int r = r_begin; r < r_end; ++r)
-          out[static_cast<std::size_t>(t + i) * w.rows + first + r] = sums[i * block_panel_rows + r];
-    }
-  }
+  store_panel_token_groups(out, w, xq, x_bytes, extras.data(), extras_per_token, panel_bytes, nb,
+                           panel_avx2_kernels<F>, n_tokens, o_begin, o_end);
 }
 
 }  // namespace

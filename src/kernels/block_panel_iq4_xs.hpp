@@ -18,6 +18,7 @@
 #include "block_formats.hpp"
 #include "dpbusd_1to16.hpp"
 #include "model/ggml_block_panels.hpp"
+#include "panel_token_groups.hpp"
 #include "panel_superblock_scale.hpp"
 #include "pagedserve/kernels.hpp"
 
@@ -78,7 +79,7 @@ void iq4_xs_panel_dot(float* sums, const std::byte* panel, const act_block256* c
   for (int t = 0; t < n_t; ++t) _mm512_storeu_ps(sums + t * block_panel_rows, acc[t]);
 }
 
-using iq4_xs_panel_fn = void (*)(float*, const std::byte*, const act_block256* const*, const std::int32_t* const*, int);
+using iq4_xs_panel_fn = panel_kernel_fn<act_block256>;
 constexpr iq4_xs_panel_fn iq4_xs_panel_kernels[iq4_xs_panel_tokens] = {iq4_xs_panel_dot<1>, iq4_xs_panel_dot<2>,
                                                                        iq4_xs_panel_dot<3>, iq4_xs_panel_dot<4>};
 
@@ -103,24 +104,8 @@ inline void matmul_iq4_xs_panels(float* out, const std::byte* xq, const weight& 
   thread_local std::vector<std::int32_t> offsets;  // grows to the largest call, then reused
   if (offsets.size() < static_cast<std::size_t>(n_tokens) * nb * 8) offsets.resize(static_cast<std::size_t>(n_tokens) * nb * 8);
   iq4_xs_sub_block_offsets(offsets.data(), xq, x_bytes, n_tokens, nb);
-  for (int p = o_begin / block_panel_rows; p * block_panel_rows < o_end; ++p) {
-    const int first = p * block_panel_rows;
-    const int r_begin = std::max(o_begin, first) - first, r_end = std::min(o_end, first + block_panel_rows) - first;
-    for (int t = 0; t < n_tokens; t += iq4_xs_panel_tokens) {
-      const int n_t = std::min(iq4_xs_panel_tokens, n_tokens - t);
-      const act_block256* y[iq4_xs_panel_tokens];
-      const std::int32_t* minus_offset[iq4_xs_panel_tokens];
-      for (int i = 0; i < n_t; ++i) {
-        y[i] = reinterpret_cast<const act_block256*>(xq + (t + i) * x_bytes);
-        minus_offset[i] = offsets.data() + static_cast<std::size_t>(t + i) * nb * 8;
-      }
-      float sums[iq4_xs_panel_tokens * block_panel_rows];
-      iq4_xs_panel_kernels[n_t - 1](sums, static_cast<const std::byte*>(w.data) + p * panel_bytes, y, minus_offset, nb);
-      for (int i = 0; i < n_t; ++i)
-        for (int r = r_begin; r < r_end; ++r)
-          out[static_cast<std::size_t>(t + i) * w.rows + first + r] = sums[i * block_panel_rows + r];
-    }
-  }
+  store_panel_token_groups(out, w, xq, x_bytes, offsets.data(), static_cast<std::size_t>(nb) * 8, panel_bytes, nb,
+                           iq4_xs_panel_kernels, n_tokens, o_begin, o_end);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 
 #include "dpbusd_1to16.hpp"
 #include "model/ggml_block_panels.hpp"
+#include "panel_token_groups.hpp"
 #include "panel_superblock_scale.hpp"
 #include "pagedserve/kernels.hpp"
 
@@ -118,7 +119,7 @@ void q23_k_panel_dot(float* sums, const std::byte* panel, const act_block256* co
     _mm512_storeu_ps(sums + t * block_panel_rows, _mm512_sub_ps(acc[t], acc_min[t]));
 }
 
-using q23_k_panel_fn = void (*)(float*, const std::byte*, const act_block256* const*, const std::int32_t* const*, int);
+using q23_k_panel_fn = panel_kernel_fn<act_block256>;
 template <class F>
 constexpr q23_k_panel_fn q23_k_panel_kernels[q23_k_panel_tokens] = {q23_k_panel_dot<F, 1>, q23_k_panel_dot<F, 2>,
                                                                    q23_k_panel_dot<F, 3>, q23_k_panel_dot<F, 4>};
@@ -151,24 +152,8 @@ void matmul_q23_k_panels(float* out, const std::byte* xq, const weight& w, int n
       F::token_extras(extras.data() + t * per_token + static_cast<std::size_t>(b) * F::extra_per_block, y[b]);
     }
   }
-  for (int p = o_begin / block_panel_rows; p * block_panel_rows < o_end; ++p) {
-    const int first = p * block_panel_rows;
-    const int r_begin = std::max(o_begin, first) - first, r_end = std::min(o_end, first + block_panel_rows) - first;
-    for (int t = 0; t < n_tokens; t += q23_k_panel_tokens) {
-      const int n_t = std::min(q23_k_panel_tokens, n_tokens - t);
-      const act_block256* y[q23_k_panel_tokens];
-      const std::int32_t* extra[q23_k_panel_tokens];
-      for (int i = 0; i < n_t; ++i) {
-        y[i] = reinterpret_cast<const act_block256*>(xq + (t + i) * x_bytes);
-        extra[i] = extras.data() + (t + i) * per_token;
-      }
-      float sums[q23_k_panel_tokens * block_panel_rows];
-      q23_k_panel_kernels<F>[n_t - 1](sums, static_cast<const std::byte*>(w.data) + p * panel_bytes, y, extra, nb);
-      for (int i = 0; i < n_t; ++i)
-        for (int r = r_begin; r < r_end; ++r)
-          out[static_cast<std::size_t>(t + i) * w.rows + first + r] = sums[i * block_panel_rows + r];
-    }
-  }
+  store_panel_token_groups(out, w, xq, x_bytes, extras.data(), per_token, panel_bytes, nb, q23_k_panel_kernels<F>,
+                           n_tokens, o_begin, o_end);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 
 #include "block_formats.hpp"
 #include "model/ggml_block_panels.hpp"
+#include "panel_token_groups.hpp"
 #include "pagedserve/kernels.hpp"
 
 namespace pagedserve::kernels {
@@ -145,7 +146,7 @@ void q4_0_panel_dot(float* sums, const std::byte* panel, const act_block32* cons
     _mm512_storeu_ps(sums + t * block_panel_rows, F::has_min ? _mm512_add_ps(acc[t], acc_min[t]) : acc[t]);
 }
 
-using q4_0_panel_fn = void (*)(float*, const std::byte*, const act_block32* const*, const std::int32_t* const*, int);
+using q4_0_panel_fn = panel_kernel_fn<act_block32>;
 template <class F>
 constexpr q4_0_panel_fn q4_0_panel_kernels[q4_0_panel_tokens] = {q4_0_panel_dot<F, 1>, q4_0_panel_dot<F, 2>,
                                                                  q4_0_panel_dot<F, 3>, q4_0_panel_dot<F, 4>};
@@ -178,24 +179,8 @@ void matmul_q4_0_panels(float* out, const std::byte* xq, const weight& w, int n_
   thread_local std::vector<std::int32_t> offsets;  // grows to the largest call, then reused
   if (offsets.size() < static_cast<std::size_t>(n_tokens) * nb) offsets.resize(static_cast<std::size_t>(n_tokens) * nb);
   if (F::offset) q4_0_block_offsets(offsets.data(), xq, x_bytes, n_tokens, nb, F::offset);
-  for (int p = o_begin / block_panel_rows; p * block_panel_rows < o_end; ++p) {
-    const int first = p * block_panel_rows;
-    const int r_begin = std::max(o_begin, first) - first, r_end = std::min(o_end, first + block_panel_rows) - first;
-    for (int t = 0; t < n_tokens; t += q4_0_panel_tokens) {
-      const int n_t = std::min(q4_0_panel_tokens, n_tokens - t);
-      const act_block32* y[q4_0_panel_tokens];
-      const std::int32_t* minus_offset[q4_0_panel_tokens];
-      for (int i = 0; i < n_t; ++i) {
-        y[i] = reinterpret_cast<const act_block32*>(xq + (t + i) * x_bytes);
-        minus_offset[i] = offsets.data() + static_cast<std::size_t>(t + i) * nb;
-      }
-      float sums[q4_0_panel_tokens * block_panel_rows];
-      q4_0_panel_kernels<F>[n_t - 1](sums, static_cast<const std::byte*>(w.data) + p * panel_bytes, y, minus_offset, nb);
-      for (int i = 0; i < n_t; ++i)
-        for (int r = r_begin; r < r_end; ++r)
-          out[static_cast<std::size_t>(t + i) * w.rows + first + r] = sums[i * block_panel_rows + r];
-    }
-  }
+  store_panel_token_groups(out, w, xq, x_bytes, offsets.data(), static_cast<std::size_t>(nb), panel_bytes, nb,
+                           q4_0_panel_kernels<F>, n_tokens, o_begin, o_end);
 }
 
 }  // namespace
