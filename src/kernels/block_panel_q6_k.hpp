@@ -18,6 +18,7 @@
 
 #include "block_panel_q23_k.hpp"
 #include "dpbusd_1to16.hpp"
+#include "panel_superblock_scale.hpp"
 #include "pagedserve/kernels.hpp"
 
 namespace pagedserve::kernels {
@@ -105,10 +106,7 @@ void q6_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
           for (int t = 0; t < n_t; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(chain[t][g], scale));
         }
       }
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + panel_q6_k::d_at)));
-#pragma GCC unroll 4
-    for (int t = 0; t < n_t; ++t)
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, _mm512_set1_ps(y[t][b].d)), acc[t]);
+    add_scaled_superblock<n_t>(acc, isum, block + panel_q6_k::d_at, y, b);
   }
   for (int t = 0; t < n_t; ++t) _mm512_storeu_ps(sums + t * block_panel_rows, acc[t]);
 }
