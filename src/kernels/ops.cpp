@@ -430,7 +430,7 @@ class attention_items {
       : kt_(kt), out_(out), q_(q), kv_(kv), batch_(batch), n_kv_heads_(n_kv_heads), head_size_(head_size),
         dim_(n_heads * head_size), group_(n_heads / n_kv_heads),
         scale_(1.0f / std::sqrt(static_cast<float>(head_size))) {
-    query_tiles(tiles_, batch, max_tile);  // one small allocation per layer, against a layer's 50+ us
+    query_tiles(tiles_, batch, max_tile);  // two small allocations per layer (tiles, items), against a layer's 50+ us
     list_items();
   }
   int size() const { return static_cast<int>(items_.size()); }
@@ -474,17 +474,24 @@ class attention_items {
     int first_head, n_heads;
   };
 
-  // A tile's work: its tokens times the keys from its first token's start to its last token (all heads).
+  // The keys a tile attends: from its first token's attention start to its last token's position.
+  struct key_range {
+    int first_start, last_pos;
+  };
+  key_range keys_of(const query_tile& tile) const {
+    return {attention_start(batch_, batch_.pos_of_token[tile.first_token]),
+            batch_.pos_of_token[tile.first_token + tile.n_tokens - 1]};
+  }
+
+  // A tile's work: its tokens times its keys (all heads).
   std::int64_t tile_work(const query_tile& tile) const {
-    const int last_pos = batch_.pos_of_token[tile.first_token + tile.n_tokens - 1];
-    const int first_start = attention_start(batch_, batch_.pos_of_token[tile.first_token]);
-    return std::int64_t{tile.n_tokens} * (last_pos + 1 - first_start);
+    const key_range keys = keys_of(tile);
+    return std::int64_t{tile.n_tokens} * (keys.last_pos + 1 - keys.first_start);
   }
 
   // Fills items_: per tile, its kv heads in parts of equal size, as many as its work is of the step's
   // work over items_per_thread items per thread (rounded up, in integers); GQA: one kv head a part.
   void list_items() {
-    items_.clear();
     std::int64_t total = 0;
     for (const query_tile& tile : tiles_) total += tile_work(tile);
     const std::int64_t n_target = items_per_thread * tbb::this_task_arena::max_concurrency();
@@ -502,10 +509,9 @@ class attention_items {
     const work_item& it = items_[item];
     const query_tile tile = tiles_[it.tile];
     const int bs = kv_.block_size;
-    const int last_pos = batch_.pos_of_token[tile.first_token + tile.n_tokens - 1];
-    const int first_start = attention_start(batch_, batch_.pos_of_token[tile.first_token]);
+    const key_range keys = keys_of(tile);
     return item_span{batch_.block_tables + batch_.seq_block_offset[batch_.seq_of_token[tile.first_token]],
-                     first_start / bs / kv_group_blocks * kv_group_blocks, last_pos / bs, last_pos,
+                     keys.first_start / bs / kv_group_blocks * kv_group_blocks, keys.last_pos / bs, keys.last_pos,
                      it.first_head, it.n_heads};
   }
 
