@@ -11,6 +11,8 @@
 // extra steps after the run) and, for the matmul phases of dense models, the GB/s their weights
 // stream at (for attention, the GB/s of the K/V it reads); "join_us": one empty two-way static
 // parallel_for (a thread join) in this arena.
+// "paired" counters (paired_counters): the weights' GB/s in ~25 ms windows against a short probe on
+// either side of each, so a run the bandwidth state flipped under still gives its ratio in each state.
 // With int8 weights also "compute_roof" (the matmuls at the vpdpbusd peak measured here, over the step)
 // and "bound" (the larger of the two roofs over the step): how close a step is to what the machine allows.
 //
@@ -34,6 +36,7 @@
 #include <memory>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "bench_decoder.hpp"
 #include "compute_peak.hpp"
@@ -131,6 +134,52 @@ void split_counters(benchmark::State& state, bench::decoder& d, const model& m, 
   state.counters["join_us"] = join_microseconds();
 }
 
+// The bandwidth flips between states within seconds on this VM (perf.md), so one probe before a
+// 2-second run may not be the state the run saw. Here the step runs in windows of ~25 ms, each between
+// two short probes (128 MB slices of one buffer), and each window's weight GB/s is compared with the
+// mean of its two probes: `paired_ratio` is the median of those ratios, `ratio_at_top` the median over
+// the windows whose probes both read within 10 % of the run's best probe (`top_bw_GB/s`): the ratio in
+// the fast state when the run saw it (`top_windows` of `windows`).
+void paired_counters(benchmark::State& state, bench::decoder& d, double bytes_per_step) {
+  static bench::read_probe probe;
+  constexpr std::size_t probe_bytes = std::size_t{128} << 20;
+  constexpr int n_windows = 40;
+  constexpr double window_seconds = 0.025;
+  const auto seconds_of = [&](int steps) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < steps; ++i) d.step();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const int steps = std::max(1, static_cast<int>(window_seconds / (seconds_of(5) / 5)));
+  struct window {
+    double ratio, bw, low_bw;
+  };
+  std::vector<window> windows;
+  double before = probe.read_gbps(probe_bytes);
+  for (int w = 0; w < n_windows; ++w) {
+    const double gbps = bytes_per_step * steps / seconds_of(steps) * 1e-9;
+    const double after = probe.read_gbps(probe_bytes);
+    const double bw = (before + after) / 2;
+    if (bw > 0) windows.push_back({gbps / bw, bw, std::min(before, after)});
+    before = after;
+  }
+  if (windows.empty()) return;
+  const auto median_ratio = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  double top = 0;
+  std::vector<double> all, at_top;
+  for (const window& w : windows) top = std::max(top, w.bw), all.push_back(w.ratio);
+  for (const window& w : windows)
+    if (w.low_bw >= 0.9 * top) at_top.push_back(w.ratio);
+  state.counters["paired_ratio"] = median_ratio(all);
+  state.counters["top_bw_GB/s"] = top;
+  state.counters["top_windows"] = static_cast<double>(at_top.size());
+  state.counters["windows"] = static_cast<double>(windows.size());
+  if (!at_top.empty()) state.counters["ratio_at_top"] = median_ratio(at_top);
+}
+
 void bench_decode(benchmark::State& state, const shape* s, weight_format format, int streams, dtype kv_type) {
   if (s->config.dim > 0 && !checkpoint_ensure(*s)) {
     state.SkipWithError("cannot write the checkpoint");
@@ -147,6 +196,7 @@ void bench_decode(benchmark::State& state, const shape* s, weight_format format,
   for (auto _ : state) d.step();
   split_counters(state, d, **m, 50);
   const double bytes = d.bytes_per_step();
+  paired_counters(state, d, bytes);
   const double limit = gbps * 1e9 / bytes * streams;
   state.counters["tok/s"] = benchmark::Counter(static_cast<double>(streams), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["MB/token"] = bytes * 1e-6 / streams;
