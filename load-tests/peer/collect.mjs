@@ -24,6 +24,7 @@ function bench(path, t) {
     console.log(JSON.stringify({
       ...t, kind: "bench_decode", format, sequences: Number(streams.split(":")[1]), decode_tok_s: b["tok/s"],
       mb_per_token: b["MB/token"], bw_gbps: b["bw_GB/s"], limit_tok_s: b["limit_tok/s"], ratio: b.ratio,
+      paired_ratio: b.paired_ratio, ratio_at_top: b.ratio_at_top, top_bw_gbps: b["top_bw_GB/s"],
     }));
   }
 }
@@ -57,8 +58,8 @@ function table(path) {
   const rows = readFileSync(path, "utf8").split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
   const files = [...new Set(rows.map((r) => r.file))];
   const out = [];
-  out.push("| file | MB/token | BW GB/s | limit tok/s | llama.cpp 1 | pagedserve 1 (format) | ratio 1 | of limit (llama / ours) | ours at each run's own probe | llama.cpp 16 | pagedserve engine 16 | server 16 decode (out) | ratio 16 (engine / server) | RSS MiB llama / ours | file + KV MiB |");
-  out.push("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+  out.push("| file | MB/token | BW GB/s | limit tok/s | llama.cpp 1 | pagedserve 1 (format) | ratio 1 | of limit (llama / ours) | ours at each run's own probe | ours paired: median (at top GB/s) | llama.cpp 16 | pagedserve engine 16 | server 16 decode (out) | ratio 16 (engine / server) | RSS MiB llama / ours | file + KV MiB |");
+  out.push("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
   for (const f of files) {
     const r = rows.filter((x) => x.file === f);
     const load = r.find((x) => x.who === "llama.cpp" && x.kind === "load");
@@ -75,13 +76,20 @@ function table(path) {
     // measured, lowest to highest over the rounds, beside the share of the run's best probe.
     const own = e1rows.filter((x) => x.format === e1fmt && x.ratio !== undefined).map((x) => x.ratio);
     const ownRange = own.length ? `${fmt(Math.min(...own), 2)}–${fmt(Math.max(...own), 2)}` : "–";
+    // Against a probe on either side of each 25 ms window (bench_decode's paired counters): the median
+    // window, and the windows at the run's best probe (the fast state when the run saw it).
+    const paired = e1rows.filter((x) => x.format === e1fmt && x.paired_ratio !== undefined);
+    const atTop = paired.reduce((a, x) => (a && a.top_bw_gbps >= x.top_bw_gbps ? a : x), undefined);
+    const pairedText = paired.length
+      ? `${fmt(Math.min(...paired.map((x) => x.paired_ratio)), 2)}–${fmt(Math.max(...paired.map((x) => x.paired_ratio)), 2)} (${fmt(atTop.ratio_at_top, 2)} at ${fmt(atTop.top_bw_gbps)})`
+      : "–";
     const e16 = best(engine(16), "decode_tok_s");
     const s16 = best(server, "decode_tok_s"), s16out = best(server, "output_tok_s");
     const rssLlama = best(r.filter((x) => x.who === "llama.cpp" && x.kind === "decode"), "rss_mib");
     const rssOurs = best(r.filter((x) => x.kind === "server_rss"), "rss_mib");
     const kv = r.find((x) => x.kind === "server_rss")?.kv_pool_mib;
     const fileMiB = load ? load.file_bytes / 1048576 : undefined;
-    out.push(`| ${f} | ${fmt(bpt / 1e6)} | ${fmt(bw)} | ${fmt(limit)} | ${fmt(l1)} | ${fmt(e1)} (${e1fmt ?? "–"}) | ${fmt(e1 / l1, 2)} | ${fmt(l1 / limit, 2)} / ${fmt(e1 / limit, 2)} | ${ownRange} | ${fmt(l16)} | ${fmt(e16)} | ${fmt(s16)} (${fmt(s16out)}) | ${fmt(e16 / l16, 2)} / ${fmt(s16 / l16, 2)} | ${fmt(rssLlama, 0)} / ${fmt(rssOurs, 0)} | ${fmt(fileMiB, 0)} + ${fmt(kv, 0)} |`);
+    out.push(`| ${f} | ${fmt(bpt / 1e6)} | ${fmt(bw)} | ${fmt(limit)} | ${fmt(l1)} | ${fmt(e1)} (${e1fmt ?? "–"}) | ${fmt(e1 / l1, 2)} | ${fmt(l1 / limit, 2)} / ${fmt(e1 / limit, 2)} | ${ownRange} | ${pairedText} | ${fmt(l16)} | ${fmt(e16)} | ${fmt(s16)} (${fmt(s16out)}) | ${fmt(e16 / l16, 2)} / ${fmt(s16 / l16, 2)} | ${fmt(rssLlama, 0)} / ${fmt(rssOurs, 0)} | ${fmt(fileMiB, 0)} + ${fmt(kv, 0)} |`);
   }
   const idle = rows.filter((x) => x.idle !== undefined).map((x) => x.idle);
   const load1 = rows.filter((x) => x.load1 !== undefined).map((x) => x.load1);
