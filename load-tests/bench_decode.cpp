@@ -139,45 +139,65 @@ void split_counters(benchmark::State& state, bench::decoder& d, const model& m, 
 // two short probes (128 MB slices of one buffer), and each window's weight GB/s is compared with the
 // mean of its two probes: `paired_ratio` is the median of those ratios, `ratio_at_top` the median over
 // the windows whose probes both read within 10 % of the run's best probe (`top_bw_GB/s`): the ratio in
-// the fast state when the run saw it (`top_windows` of `windows`).
-void paired_counters(benchmark::State& state, bench::decoder& d, double bytes_per_step) {
+// the fast state when the run saw it (`top_windows` of `windows`), with those windows' split
+// (`top_ms_<phase>`, `top_GB/s_<phase>`).
+void paired_counters(benchmark::State& state, bench::decoder& d, const model& m, double bytes_per_step) {
   static bench::read_probe probe;
   constexpr std::size_t probe_bytes = std::size_t{128} << 20;
   constexpr int n_windows = 40;
   constexpr double window_seconds = 0.025;
-  const auto seconds_of = [&](int steps) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < steps; ++i) d.step();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  const int steps = std::max(1, static_cast<int>(window_seconds / (seconds_of(5) / 5)));
   struct window {
     double ratio, bw, low_bw;
+    forward_phase_times times;
   };
+  const auto run_window = [&](int steps, window& w) {
+    d.set_phase_times(&w.times);
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < steps; ++i) d.step();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    d.set_phase_times(nullptr);
+    return seconds;
+  };
+  window sizing{};
+  const int steps = std::max(1, static_cast<int>(window_seconds / (run_window(5, sizing) / 5)));
   std::vector<window> windows;
   double before = probe.read_gbps(probe_bytes);
-  for (int w = 0; w < n_windows; ++w) {
-    const double gbps = bytes_per_step * steps / seconds_of(steps) * 1e-9;
+  for (int i = 0; i < n_windows; ++i) {
+    window w{};
+    const double gbps = bytes_per_step * steps / run_window(steps, w) * 1e-9;
     const double after = probe.read_gbps(probe_bytes);
-    const double bw = (before + after) / 2;
-    if (bw > 0) windows.push_back({gbps / bw, bw, std::min(before, after)});
+    w.bw = (before + after) / 2, w.low_bw = std::min(before, after), w.ratio = gbps / w.bw;
+    if (w.bw > 0) windows.push_back(w);
     before = after;
   }
   if (windows.empty()) return;
-  const auto median_ratio = [](std::vector<double> v) {
+  const auto median = [](std::vector<double> v) {
     std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
     return v[v.size() / 2];
   };
   double top = 0;
   std::vector<double> all, at_top;
+  forward_phase_times top_times;
   for (const window& w : windows) top = std::max(top, w.bw), all.push_back(w.ratio);
-  for (const window& w : windows)
-    if (w.low_bw >= 0.9 * top) at_top.push_back(w.ratio);
-  state.counters["paired_ratio"] = median_ratio(all);
+  for (const window& w : windows) {
+    if (w.low_bw < 0.9 * top) continue;
+    at_top.push_back(w.ratio);
+    for (int p = 0; p < forward_phase_times::n_phases; ++p) top_times.total[p] += w.times.total[p];
+    top_times.steps += w.times.steps;
+  }
+  state.counters["paired_ratio"] = median(all);
   state.counters["top_bw_GB/s"] = top;
   state.counters["top_windows"] = static_cast<double>(at_top.size());
   state.counters["windows"] = static_cast<double>(windows.size());
-  if (!at_top.empty()) state.counters["ratio_at_top"] = median_ratio(at_top);
+  if (at_top.empty()) return;
+  state.counters["ratio_at_top"] = median(at_top);
+  const auto bytes = phase_weight_bytes(m);
+  for (int p = 0; p < forward_phase_times::n_phases; ++p) {
+    const double seconds = std::chrono::duration<double>(top_times.total[p]).count() / top_times.steps;
+    state.counters[std::string("top_ms_") + forward_phase_times::names[p]] = seconds * 1e3;
+    if (bytes[p] > 0 && seconds > 0)
+      state.counters[std::string("top_GB/s_") + forward_phase_times::names[p]] = bytes[p] / seconds * 1e-9;
+  }
 }
 
 void bench_decode(benchmark::State& state, const shape* s, weight_format format, int streams, dtype kv_type) {
@@ -196,7 +216,7 @@ void bench_decode(benchmark::State& state, const shape* s, weight_format format,
   for (auto _ : state) d.step();
   split_counters(state, d, **m, 50);
   const double bytes = d.bytes_per_step();
-  paired_counters(state, d, bytes);
+  paired_counters(state, d, **m, bytes);
   const double limit = gbps * 1e9 / bytes * streams;
   state.counters["tok/s"] = benchmark::Counter(static_cast<double>(streams), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["MB/token"] = bytes * 1e-6 / streams;
