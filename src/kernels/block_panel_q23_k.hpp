@@ -63,12 +63,13 @@ void q23_k_panel_dot(float* sums, const std::byte* panel, const act_block256* co
 #pragma GCC unroll 4
         for (int r = 0; r < 4; ++r) v[r] = _mm512_loadu_si512(block + F::qs_at + 64 * (8 * n + 4 * h + r));
         // Fields j = 2jp and 2jp + 1: groups g = 8n + 4jp + h and g + 2, whose 4-bit scales are bytes h and
-        // h + 2 of the row's scale run 2n + jp (one vpandd, after a shift for h = 1).
+        // h + 2 of the row's scale run 2n + jp: one vpandd of the run read from byte h on (for h = 1 the
+        // load does the 8-bit shift; its last byte is the next run's, masked off).
 #pragma GCC unroll 2
         for (int jp = 0; jp < 2; ++jp) {
           const int g = 8 * n + 4 * jp + h;
-          const __m512i run = _mm512_loadu_si512(block + F::scales_at + 64 * (2 * n + jp));
-          const __m512i scales = _mm512_and_si512(h ? _mm512_srli_epi32(run, 8) : run, _mm512_set1_epi32(0x000F000F));
+          const __m512i run = _mm512_loadu_si512(block + F::scales_at + 64 * (2 * n + jp) + h);
+          const __m512i scales = _mm512_and_si512(run, _mm512_set1_epi32(0x000F000F));
           __m512i w[2][4];
 #pragma GCC unroll 4
           for (int r = 0; r < 4; ++r)
@@ -109,8 +110,8 @@ void q23_k_panel_dot(float* sums, const std::byte* panel, const act_block256* co
         imin16 = _mm512_slli_epi32(imin16, 7);
 #pragma GCC unroll 4
         for (int s = 0; s < 4; ++s) imin16 = dpbusd_1to16(imin16, min16[s], sum_bytes + 16 + 4 * s);
-        // float(16 x imin) x (dmin x y.d / 16): the bits of float(imin) x (dmin x y.d) (powers of 2).
-        const __m512 dmin_yd = _mm512_mul_ps(_mm512_mul_ps(dmin, _mm512_set1_ps(y[t][b].d)), _mm512_set1_ps(1.0f / 16));
+        // float(16 x imin) x (dmin x (y.d / 16)): the bits of float(imin) x (dmin x y.d) (powers of 2).
+        const __m512 dmin_yd = _mm512_mul_ps(dmin, _mm512_set1_ps(y[t][b].d * (1.0f / 16)));
         acc_min[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(imin16), dmin_yd, acc_min[t]);
       }
     }
