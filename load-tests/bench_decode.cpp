@@ -115,18 +115,25 @@ double join_microseconds() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / n;
 }
 
+// <prefix>ms_<phase>: each phase's ms per step of `times`; <prefix>GB/s_<phase>: the GB/s its weights
+// stream at, for the matmul phases of dense models.
+void phase_counters(benchmark::State& state, const std::string& prefix, const forward_phase_times& times,
+                    const model& m) {
+  const auto bytes = phase_weight_bytes(m);
+  for (int p = 0; p < forward_phase_times::n_phases; ++p) {
+    const double seconds = std::chrono::duration<double>(times.total[p]).count() / times.steps;
+    state.counters[prefix + "ms_" + forward_phase_times::names[p]] = seconds * 1e3;
+    if (bytes[p] > 0 && seconds > 0) state.counters[prefix + "GB/s_" + forward_phase_times::names[p]] = bytes[p] / seconds * 1e-9;
+  }
+}
+
 // The split counters (see the top of the file), over `steps` more steps of d.
 void split_counters(benchmark::State& state, bench::decoder& d, const model& m, int steps) {
   forward_phase_times times;
   d.set_phase_times(&times);
   for (int i = 0; i < steps; ++i) d.step();
   d.set_phase_times(nullptr);
-  const auto bytes = phase_weight_bytes(m);
-  for (int p = 0; p < forward_phase_times::n_phases; ++p) {
-    const double seconds = std::chrono::duration<double>(times.total[p]).count() / times.steps;
-    state.counters[std::string("ms_") + forward_phase_times::names[p]] = seconds * 1e3;
-    if (bytes[p] > 0) state.counters[std::string("GB/s_") + forward_phase_times::names[p]] = bytes[p] / seconds * 1e-9;
-  }
+  phase_counters(state, "", times, m);
   // Attention streams the step's K/V: its GB/s beside the matmuls' (at the bandwidth probe: bandwidth-bound).
   const double attention_seconds =
       std::chrono::duration<double>(times.total[forward_phase_times::attention]).count() / times.steps;
@@ -191,13 +198,7 @@ void paired_counters(benchmark::State& state, bench::decoder& d, const model& m,
   state.counters["windows"] = static_cast<double>(windows.size());
   if (at_top.empty()) return;
   state.counters["ratio_at_top"] = median(at_top);
-  const auto bytes = phase_weight_bytes(m);
-  for (int p = 0; p < forward_phase_times::n_phases; ++p) {
-    const double seconds = std::chrono::duration<double>(top_times.total[p]).count() / top_times.steps;
-    state.counters[std::string("top_ms_") + forward_phase_times::names[p]] = seconds * 1e3;
-    if (bytes[p] > 0 && seconds > 0)
-      state.counters[std::string("top_GB/s_") + forward_phase_times::names[p]] = bytes[p] / seconds * 1e-9;
-  }
+  phase_counters(state, "top_", top_times, m);
 }
 
 void bench_decode(benchmark::State& state, const shape* s, weight_format format, int streams, dtype kv_type) {
