@@ -47,6 +47,18 @@ inline __m256i avx2_bit_to_4(__m256i v, int bit) {
   return bit < 4 ? _mm256_slli_epi16(v, 4 - bit) : bit == 4 ? v : _mm256_srli_epi16(v, bit - 4);
 }
 
+// vpshufb control moving bytes b0..b3 of every 32-bit element (indices within it; 0x80: zero) to its
+// bytes 0..3.
+inline __m256i avx2_shuffle_in_i32(int b0, int b1, int b2, int b3) {
+  const int c = b0 | b1 << 8 | b2 << 16 | b3 << 24;
+  return _mm256_setr_epi32(c, c + 0x04040404, c + 0x08080808, c + 0x0C0C0C0C, c, c + 0x04040404, c + 0x08080808,
+                           c + 0x0C0C0C0C);
+}
+
+// vpshufb control putting byte j of every 32-bit element in both of its 16-bit halves, zero-extended
+// (a per-row scale for vpmaddwd against that row's 16-bit pair sums).
+inline __m256i avx2_byte_in_halves(int j) { return avx2_shuffle_in_i32(j, 0x80, j, 0x80); }
+
 // vpmaddwd of 16-bit pair sums by ones: one int32 per row.
 inline __m256i avx2_pairs_to_i32(__m256i s16) { return _mm256_madd_epi16(s16, _mm256_set1_epi16(1)); }
 
