@@ -23,10 +23,9 @@ struct panel_q2_k_avx2 {
   // pairs[2s + o] = the token's sums of groups 4s + o and 4s + o + 2 as the lower and upper 16 bits: the
   // groups whose mins are the even (o = 0) or odd (o = 1) bytes of scale run s.
   static void token_extras(std::int32_t* pairs, const act_block256& y) {
+    const auto sum = [&](int g) { return static_cast<std::uint32_t>(static_cast<std::uint16_t>(y.bsums[g])); };
     for (int s = 0; s < 4; ++s)
-      for (int o = 0; o < 2; ++o)
-        pairs[2 * s + o] = static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::uint16_t>(y.bsums[4 * s + o + 2])) << 16 |
-                                                     static_cast<std::uint16_t>(y.bsums[4 * s + o]));
+      for (int o = 0; o < 2; ++o) pairs[2 * s + o] = static_cast<std::int32_t>(sum(4 * s + o + 2) << 16 | sum(4 * s + o));
   }
 
   template <int n_t>
@@ -73,10 +72,7 @@ struct panel_q2_k_avx2 {
                 for (int r = 0; r < 4; ++r) w[r] = _mm256_and_si256(runs[r], mask);
 #pragma GCC unroll 4
                 for (int t = 0; t < n_t; ++t) {
-                  const std::int8_t* a = qs[t] + 16 * g;
-                  const __m256i s16 = _mm256_add_epi16(
-                      _mm256_add_epi16(_mm256_maddubs_epi16(w[0], avx2_broadcast4(a)), _mm256_maddubs_epi16(w[1], avx2_broadcast4(a + 4))),
-                      _mm256_add_epi16(_mm256_maddubs_epi16(w[2], avx2_broadcast4(a + 8)), _mm256_maddubs_epi16(w[3], avx2_broadcast4(a + 12))));
+                  const __m256i s16 = avx2_group_pairs(w, qs[t] + 16 * g);
                   __m256i& to = e ? isum_x4[t] : isum[t];
                   to = _mm256_add_epi32(to, _mm256_madd_epi16(s16, scale));
                 }

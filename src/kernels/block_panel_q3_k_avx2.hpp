@@ -74,10 +74,7 @@ struct panel_q3_k_avx2 {
             const __m256i scale = _mm256_shuffle_epi8(pair, e ? avx2_shuffle_in_i32(2, 3, 2, 3) : avx2_shuffle_in_i32(0, 1, 0, 1));
 #pragma GCC unroll 4
             for (int t = 0; t < n_t; ++t) {
-              const std::int8_t* a = qs[t] + 16 * g;
-              const __m256i s16 = _mm256_add_epi16(
-                  _mm256_add_epi16(_mm256_maddubs_epi16(w[0], avx2_broadcast4(a)), _mm256_maddubs_epi16(w[1], avx2_broadcast4(a + 4))),
-                  _mm256_add_epi16(_mm256_maddubs_epi16(w[2], avx2_broadcast4(a + 8)), _mm256_maddubs_epi16(w[3], avx2_broadcast4(a + 12))));
+              const __m256i s16 = avx2_group_pairs(w, qs[t] + 16 * g);
               isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(s16, scale));
             }
           }
