@@ -10,11 +10,8 @@
 namespace pagedserve::kernels::detail {
 
 // The block types the avx2 / avx2_vnni tables' matmul_blocks read as row panels (block_panel_*_avx2.hpp):
-// all with a panel layout but q2_k (its in-place weights, up to 192, would saturate vpmaddubsw) and q3_k.
-// The others they read through block_panels_row's gather, so those are not repacked for them.
-constexpr bool block_panels_avx2(dtype t) {
-  return block_panels_defined(t) && t != dtype::q2_k && t != dtype::q3_k;
-}
+// all with a panel layout.
+constexpr bool block_panels_avx2(dtype t) { return block_panels_defined(t); }
 
 // kernel_table::quantize_activations (block_activations.cpp), and the AVX-512 tables' version of it
 // (block_activations_avx512.cpp): the same bytes in every table.

@@ -47,6 +47,25 @@ inline __m256i avx2_bit_to_4(__m256i v, int bit) {
   return bit < 4 ? _mm256_slli_epi16(v, 4 - bit) : bit == 4 ? v : _mm256_srli_epi16(v, bit - 4);
 }
 
+// vpshufb control moving bytes b0..b3 of every 32-bit element (indices within it; 0x80: zero) to its
+// bytes 0..3.
+inline __m256i avx2_shuffle_in_i32(int b0, int b1, int b2, int b3) {
+  const int c = b0 | b1 << 8 | b2 << 16 | b3 << 24;
+  return _mm256_setr_epi32(c, c + 0x04040404, c + 0x08080808, c + 0x0C0C0C0C, c, c + 0x04040404, c + 0x08080808,
+                           c + 0x0C0C0C0C);
+}
+
+// vpshufb control putting byte j of every 32-bit element in both of its 16-bit halves, zero-extended
+// (a per-row scale for vpmaddwd against that row's 16-bit pair sums).
+inline __m256i avx2_byte_in_halves(int j) { return avx2_shuffle_in_i32(j, 0x80, j, 0x80); }
+
+// One group of 16 activations at a (4 quads) against 4 runs of weights w, added in 16 bits: the pair
+// sums of a q2_k or q3_k group (weights <= 12: 4 x 2 x 12 x 127 < 2^15).
+inline __m256i avx2_group_pairs(const __m256i* w, const std::int8_t* a) {
+  const auto quad = [&](int r) { return _mm256_maddubs_epi16(w[r], avx2_broadcast4(a + 4 * r)); };
+  return _mm256_add_epi16(_mm256_add_epi16(quad(0), quad(1)), _mm256_add_epi16(quad(2), quad(3)));
+}
+
 // vpmaddwd of 16-bit pair sums by ones: one int32 per row.
 inline __m256i avx2_pairs_to_i32(__m256i s16) { return _mm256_madd_epi16(s16, _mm256_set1_epi16(1)); }
 

@@ -5,6 +5,8 @@
 // CPU without AVX-VNNI, so kept identical rather than separately tuned).
 #include "block_kernels.hpp"
 #include "block_panel_iq4_xs_avx2.hpp"
+#include "block_panel_q2_k_avx2.hpp"
+#include "block_panel_q3_k_avx2.hpp"
 #include "block_panel_q4_0_avx2.hpp"
 #include "block_panel_q4_k_avx2.hpp"
 #include "block_panel_q6_k_avx2.hpp"
@@ -24,6 +26,8 @@ inline bool matmul_panels_avx2_any(float* out, const std::byte* xq, const weight
     case dtype::q5_1: matmul_panels_avx2<panel_q5_1_avx2>(out, xq, w, n_tokens, o_begin, o_end); break;
     case dtype::q8_0: matmul_panels_avx2<panel_q8_0_avx2>(out, xq, w, n_tokens, o_begin, o_end); break;
     case dtype::iq4_nl: matmul_panels_avx2<panel_iq4_nl_avx2>(out, xq, w, n_tokens, o_begin, o_end); break;
+    case dtype::q2_k: matmul_panels_avx2<panel_q2_k_avx2>(out, xq, w, n_tokens, o_begin, o_end); break;
+    case dtype::q3_k: matmul_panels_avx2<panel_q3_k_avx2>(out, xq, w, n_tokens, o_begin, o_end); break;
     case dtype::q4_k: matmul_panels_avx2<panel_q4_k_avx2>(out, xq, w, n_tokens, o_begin, o_end); break;
     case dtype::q5_k: matmul_panels_avx2<panel_q5_k_avx2>(out, xq, w, n_tokens, o_begin, o_end); break;
     case dtype::q6_k: matmul_panels_avx2<panel_q6_k_avx2>(out, xq, w, n_tokens, o_begin, o_end); break;

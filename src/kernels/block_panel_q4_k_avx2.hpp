@@ -12,12 +12,6 @@
 namespace pagedserve::kernels {
 namespace {
 
-// vpshufb control putting byte j of every 32-bit element in both of its 16-bit halves, zero-extended.
-inline __m256i q4_k_avx2_byte_pair(int j) {
-  const int c = j | 0x80 << 8 | j << 16 | 0x80 << 24;
-  return _mm256_setr_epi32(c, c + 0x40004, c + 0x80008, c + 0xC000C, c, c + 0x40004, c + 0x80008, c + 0xC000C);
-}
-
 template <bool has_qh>
 struct panel_q45_k_avx2 {
   using act = act_block256;
@@ -60,8 +54,8 @@ struct panel_q45_k_avx2 {
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) {
           const __m256i& scales = c < 2 ? scales03 : scales47;
-          const __m256i scale_even = _mm256_shuffle_epi8(scales, q4_k_avx2_byte_pair(2 * c % 4));
-          const __m256i scale_odd = _mm256_shuffle_epi8(scales, q4_k_avx2_byte_pair(2 * c % 4 + 1));
+          const __m256i scale_even = _mm256_shuffle_epi8(scales, avx2_byte_in_halves(2 * c % 4));
+          const __m256i scale_odd = _mm256_shuffle_epi8(scales, avx2_byte_in_halves(2 * c % 4 + 1));
           __m256i even[n_t], odd[n_t];
 #pragma GCC unroll 8
           for (int u = 0; u < 8; ++u) {

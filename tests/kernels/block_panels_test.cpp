@@ -191,7 +191,7 @@ TEST(BlockPanelsAvx2, BitIdenticalToAvx512Vnni) {
       }
     }
   }
-  EXPECT_GE(n_compared, 10) << "q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, q4_k, q5_k, q6_k, iq4_xs at least";
+  EXPECT_GE(n_compared, 12) << "q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs at least";
 }
 
 INSTANTIATE_TEST_SUITE_P(Tables, BlockPanelsMatmul, ::testing::ValuesIn(supported_tables()),

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernel_test_support.hpp"
+#include "model/ggml_block_panels.hpp"
 #include "model/quantize.hpp"
 #include "pagedserve/kernels.hpp"
 #include "pagedserve/weight.hpp"
@@ -63,6 +64,26 @@ TEST_P(matmul_static_split_test, block_group_rows_each_written_once_with_one_thr
     blocks.push_back(test::random_blocks(dtype::q4_0, r * n_in / 32, rng_));
     ws.push_back({blocks.back().data(), dtype::q4_0, r, n_in});
   }
+  expect_same_bits_for_any_thread_count(ws, n_in);
+}
+
+// Panel-packed q2_k and q3_k (the K-quants with the fewest bits a weight: the most work a byte, so the
+// panel kernels' token groups and row ranges meet the share bounds the most ways), rows ragged: each
+// table's panel kernel (or its rows gathered from the panels) gives one thread's bits for any split.
+TEST_P(matmul_static_split_test, block_panel_group_rows_each_written_once_with_one_threads_bits) {
+  constexpr int n_in = 512;
+  const int rows[] = {16 * 20 + 7, 16 * 9, 16 * 12 + 1};
+  std::vector<std::vector<std::byte>> panels;
+  std::vector<weight> ws;
+  for (dtype t : {dtype::q2_k, dtype::q3_k})
+    for (int r : rows) {
+      const std::vector<std::byte> stored = test::random_blocks(t, r * n_in / 256, rng_);
+      panels.emplace_back(block_panels_bytes(t, r, n_in));
+      block_panels_pack(panels.back().data(), stored.data(), t, r, n_in);
+      weight w{panels.back().data(), t, r, n_in};
+      w.panel_rows = block_panel_rows;
+      ws.push_back(w);
+    }
   expect_same_bits_for_any_thread_count(ws, n_in);
 }
 
