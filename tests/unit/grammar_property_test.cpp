@@ -14,6 +14,7 @@
 #include "grammar/grammar_constraint.hpp"
 #include "model/generator.hpp"
 #include "support/child_process.hpp"
+#include "support/sanitizer_env.hpp"
 #include "support/test_paths.hpp"
 #include "tokenizer/hf_tokenizer.hpp"
 #include "tokenizer/tokenizer.hpp"
@@ -173,7 +174,7 @@ TEST(grammar_property, random_schemas_validate_sentencepiece) {
   PAGEDSERVE_REQUIRE_DATA(path);
   auto tok = llama2c_tokenizer_load(path, 512);
   ASSERT_TRUE(tok) << tok.error();
-  check_property(**tok, 1000, 1);
+  check_property(**tok, 1000 / test::sanitizer_case_divisor, 1);
 }
 
 TEST(grammar_property, random_schemas_validate_byte_level_bpe) {
@@ -181,7 +182,7 @@ TEST(grammar_property, random_schemas_validate_byte_level_bpe) {
   PAGEDSERVE_REQUIRE_DATA(dir);
   auto tok = hf_tokenizer_load(dir);
   ASSERT_TRUE(tok) << tok.error();
-  check_property(**tok, 60, 2);
+  check_property(**tok, 60 / test::sanitizer_case_divisor, 2);
 }
 
 }  // namespace
