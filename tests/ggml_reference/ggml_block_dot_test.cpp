@@ -12,6 +12,7 @@
 #include "model/ggml_block_panels.hpp"
 #include "model/ggml_blocks.hpp"
 #include "pagedserve/kernels.hpp"
+#include "support/panel_matrix.hpp"
 #include "support/random_blocks.hpp"
 
 namespace pagedserve {
@@ -54,11 +55,8 @@ TEST(ggml_reference, block_matmul_matches_ggml_vec_dot) {
         EXPECT_NEAR(ours[o], theirs[o], 1e-5 * magnitude[o] + 1e-6) << "row " << o << " (ggml " << ggml.cpu_variant() << ")";
       if (!block_panels_defined(t)) continue;
       // The same matrix repacked into row panels, as the loader stores it (ggml_block_panels.hpp).
-      std::vector<std::byte> panels(block_panels_bytes(t, rows, cols));
-      block_panels_pack(panels.data(), blocks.data(), t, rows, cols);
-      weight packed{panels.data(), t, rows, cols};
-      packed.panel_rows = block_panel_rows;
-      kt->matmul_blocks(ours.data(), xq.data(), packed, 1, 0, rows);
+      const test::panel_matrix packed = test::pack_panels(t, blocks.data(), rows, cols);
+      kt->matmul_blocks(ours.data(), xq.data(), packed.w, 1, 0, rows);
       for (int o = 0; o < rows; ++o)
         EXPECT_NEAR(ours[o], theirs[o], 1e-5 * magnitude[o] + 1e-6) << "panels, row " << o;
     }

@@ -16,6 +16,7 @@
 #include "model/ggml_blocks.hpp"
 #include "pagedserve/kernels.hpp"
 #include "pagedserve/weight.hpp"
+#include "support/panel_matrix.hpp"
 
 namespace pagedserve::kernels {
 namespace {
@@ -53,18 +54,16 @@ std::vector<std::byte> random_rows(dtype t, int rows, int cols, std::mt19937& rn
 }
 
 struct packed_matrix {
-  std::vector<std::byte> rows_data, panels;
-  weight as_rows, as_panels;
+  std::vector<std::byte> rows_data;
+  test::panel_matrix panels;
+  weight as_rows;
 };
 
 packed_matrix random_packed(dtype t, int rows, int cols, std::mt19937& rng) {
   packed_matrix m;
   m.rows_data = random_rows(t, rows, cols, rng);
-  m.panels.resize(block_panels_bytes(t, rows, cols));
-  block_panels_pack(m.panels.data(), m.rows_data.data(), t, rows, cols);
+  m.panels = test::pack_panels(t, m.rows_data.data(), rows, cols);
   m.as_rows = weight{m.rows_data.data(), t, rows, cols};
-  m.as_panels = weight{m.panels.data(), t, rows, cols};
-  m.as_panels.panel_rows = block_panel_rows;
   return m;
 }
 
@@ -75,24 +74,24 @@ TEST(BlockPanels, HoldExactlyTheFilesBlocks) {
       const int cols = cols_of(t);
       const packed_matrix m = random_packed(t, rows, cols, rng);
       const std::size_t row_bytes = block_row_bytes(t, cols);
-      EXPECT_EQ(m.as_panels.n_bytes(), m.panels.size());
-      EXPECT_EQ(m.panels.size(), static_cast<std::size_t>(block_panel_padded_rows(rows)) * row_bytes);
+      EXPECT_EQ(m.panels.w.n_bytes(), m.panels.bytes.size());
+      EXPECT_EQ(m.panels.bytes.size(), static_cast<std::size_t>(block_panel_padded_rows(rows)) * row_bytes);
       std::vector<std::byte> row(row_bytes);
       std::vector<float> want(cols), got(cols);
       for (int o = 0; o < rows; ++o) {
-        block_panels_row(row.data(), m.as_panels, o);
+        block_panels_row(row.data(), m.panels.w, o);
         ASSERT_EQ(std::memcmp(row.data(), m.rows_data.data() + o * row_bytes, row_bytes), 0) << "row " << o << " of " << rows;
         weight_row_to_f32(want.data(), m.as_rows, o);
-        weight_row_to_f32(got.data(), m.as_panels, o);
+        weight_row_to_f32(got.data(), m.panels.w, o);
         for (int i = 0; i < cols; ++i) {
           ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want[i])) << "row " << o << " col " << i;
-          ASSERT_EQ(std::bit_cast<std::uint32_t>(weight_at(m.as_panels, static_cast<std::size_t>(o) * cols + i)),
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(weight_at(m.panels.w, static_cast<std::size_t>(o) * cols + i)),
                     std::bit_cast<std::uint32_t>(want[i]));
         }
       }
       // Padding rows are zero blocks: they add nothing and hold no stale bytes.
       for (int o = rows; o < block_panel_padded_rows(rows); ++o) {
-        block_panels_row(row.data(), m.as_panels, o);
+        block_panels_row(row.data(), m.panels.w, o);
         for (std::byte b : row) ASSERT_EQ(b, std::byte{0}) << "padding row " << o;
       }
     }
@@ -117,7 +116,7 @@ TEST_P(BlockPanelsMatmul, AgreeWithTheRowKernels) {
       const std::vector<std::byte> xq = quantize(kt, t, random_vector(static_cast<std::size_t>(n_tokens) * cols, rng), n_tokens, cols);
       std::vector<float> want(static_cast<std::size_t>(n_tokens) * rows), got(want.size(), NAN);
       kt.matmul_blocks(want.data(), xq.data(), m.as_rows, n_tokens, 0, rows);
-      kt.matmul_blocks(got.data(), xq.data(), m.as_panels, n_tokens, 0, rows);
+      kt.matmul_blocks(got.data(), xq.data(), m.panels.w, n_tokens, 0, rows);
       if (!block_panels_pay(kt, t)) {  // rows gathered from the panels into the row kernels: the same bits
         for (std::size_t i = 0; i < got.size(); ++i)
           ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want[i])) << "output " << i;
@@ -141,13 +140,13 @@ TEST_P(BlockPanelsMatmul, BatchInvariant) {
     const std::vector<std::byte> xq = quantize(kt, t, random_vector(static_cast<std::size_t>(n_tokens) * cols, rng), n_tokens, cols);
     std::vector<float> alone(static_cast<std::size_t>(n_tokens) * rows);
     for (int i = 0; i < n_tokens; ++i)
-      kt.matmul_blocks(alone.data() + static_cast<std::size_t>(i) * rows, xq.data() + i * x_bytes, m.as_panels, 1, 0, rows);
+      kt.matmul_blocks(alone.data() + static_cast<std::size_t>(i) * rows, xq.data() + i * x_bytes, m.panels.w, 1, 0, rows);
     for (int batch = 1; batch <= n_tokens; ++batch)
       for (const int first : {0, n_tokens - batch, (n_tokens - batch) / 2}) {
         std::vector<float> out(static_cast<std::size_t>(batch) * rows, NAN);
         const int split = (batch * 7) % rows;  // two calls, rows [0, split) and [split, rows)
-        kt.matmul_blocks(out.data(), xq.data() + first * x_bytes, m.as_panels, batch, 0, split);
-        kt.matmul_blocks(out.data(), xq.data() + first * x_bytes, m.as_panels, batch, split, rows);
+        kt.matmul_blocks(out.data(), xq.data() + first * x_bytes, m.panels.w, batch, 0, split);
+        kt.matmul_blocks(out.data(), xq.data() + first * x_bytes, m.panels.w, batch, split, rows);
         for (int i = 0; i < batch; ++i)
           for (int o = 0; o < rows; ++o)
             ASSERT_EQ(std::bit_cast<std::uint32_t>(out[static_cast<std::size_t>(i) * rows + o]),
@@ -181,9 +180,9 @@ TEST(BlockPanelsAvx2, BitIdenticalToAvx512Vnni) {
         for (const int batch : {1, 2, 3, 4, 5, 8, 16, 33}) {
           const int first = (n_tokens - batch) / 2, split = (batch * 7) % rows;
           std::vector<float> want(static_cast<std::size_t>(batch) * rows, NAN), got(want.size(), NAN);
-          zmm->matmul_blocks(want.data(), xq.data() + first * x_bytes, m.as_panels, batch, 0, rows);
-          ymm->matmul_blocks(got.data(), xq.data() + first * x_bytes, m.as_panels, batch, 0, split);
-          ymm->matmul_blocks(got.data(), xq.data() + first * x_bytes, m.as_panels, batch, split, rows);
+          zmm->matmul_blocks(want.data(), xq.data() + first * x_bytes, m.panels.w, batch, 0, rows);
+          ymm->matmul_blocks(got.data(), xq.data() + first * x_bytes, m.panels.w, batch, 0, split);
+          ymm->matmul_blocks(got.data(), xq.data() + first * x_bytes, m.panels.w, batch, split, rows);
           for (std::size_t i = 0; i < got.size(); ++i)
             ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want[i]))
                 << name << " " << dtype_name(t) << ": " << rows << " rows, batch " << batch << ", output " << i;

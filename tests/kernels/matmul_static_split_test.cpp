@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "kernel_test_support.hpp"
-#include "model/ggml_block_panels.hpp"
 #include "model/quantize.hpp"
 #include "pagedserve/kernels.hpp"
 #include "pagedserve/weight.hpp"
+#include "support/panel_matrix.hpp"
 #include "support/random_blocks.hpp"
 
 namespace pagedserve::kernels {
@@ -73,16 +73,12 @@ TEST_P(matmul_static_split_test, block_group_rows_each_written_once_with_one_thr
 TEST_P(matmul_static_split_test, block_panel_group_rows_each_written_once_with_one_threads_bits) {
   constexpr int n_in = 512;
   const int rows[] = {16 * 20 + 7, 16 * 9, 16 * 12 + 1};
-  std::vector<std::vector<std::byte>> panels;
+  std::vector<test::panel_matrix> panels;
   std::vector<weight> ws;
   for (dtype t : {dtype::q2_k, dtype::q3_k})
     for (int r : rows) {
-      const std::vector<std::byte> stored = test::random_blocks(t, r * n_in / 256, rng_);
-      panels.emplace_back(block_panels_bytes(t, r, n_in));
-      block_panels_pack(panels.back().data(), stored.data(), t, r, n_in);
-      weight w{panels.back().data(), t, r, n_in};
-      w.panel_rows = block_panel_rows;
-      ws.push_back(w);
+      panels.push_back(test::pack_panels(t, test::random_blocks(t, r * n_in / 256, rng_).data(), r, n_in));
+      ws.push_back(panels.back().w);
     }
   expect_same_bits_for_any_thread_count(ws, n_in);
 }
