@@ -175,7 +175,10 @@ std::string float_repr(double d) {
 
 namespace {
 
-std::string to_text(const value& v, bool repr) {
+// `open`: the namespaces being printed around v. A namespace is the one mutable value, so a cycle
+// (`{% set ns.k = ns %}`) passes through one: met again, it prints as Python's repr guard does,
+// <Namespace {...}>.
+std::string to_text(const value& v, bool repr, std::vector<const namespace_obj*>& open) {
   return std::visit(
       [&](const auto& x) -> std::string {
         using T = std::decay_t<decltype(x)>;
@@ -194,16 +197,20 @@ std::string to_text(const value& v, bool repr) {
         else if constexpr (std::is_same_v<T, list_ptr>) {
           if (x->is_generator) return "<generator object>";
           std::string out = x->is_tuple ? "(" : "[";
-          for (std::size_t k = 0; k < x->size(); ++k) out += (k ? ", " : "") + to_text((*x)[k], true);
+          for (std::size_t k = 0; k < x->size(); ++k) out += (k ? ", " : "") + to_text((*x)[k], true, open);
           if (x->is_tuple) return out + (x->size() == 1 ? ",)" : ")");
           return out + "]";
         } else if constexpr (std::is_same_v<T, dict_ptr>) {
           std::string out = "{";
           for (std::size_t k = 0; k < x->items.size(); ++k)
-            out += (k ? ", " : "") + py_quote(x->items[k].first) + ": " + to_text(x->items[k].second, true);
+            out += (k ? ", " : "") + py_quote(x->items[k].first) + ": " + to_text(x->items[k].second, true, open);
           return out + "}";
         } else if constexpr (std::is_same_v<T, namespace_ptr>) {
-          return "<Namespace " + to_text(value(x->attrs), true) + ">";
+          if (std::ranges::find(open, x.get()) != open.end()) return "<Namespace {...}>";
+          open.push_back(x.get());
+          std::string out = "<Namespace " + to_text(value(x->attrs), true, open) + ">";
+          open.pop_back();
+          return out;
         } else {
           return "<function " + x->name + ">";
         }
@@ -262,8 +269,14 @@ result<void> json_write(std::string& out, const value& v, int indent, std::strin
 
 }  // namespace
 
-std::string to_str(const value& v) { return to_text(v, false); }
-std::string to_repr(const value& v) { return to_text(v, true); }
+std::string to_str(const value& v) {
+  std::vector<const namespace_obj*> open;
+  return to_text(v, false, open);
+}
+std::string to_repr(const value& v) {
+  std::vector<const namespace_obj*> open;
+  return to_text(v, true, open);
+}
 
 result<std::string> to_json(const value& v, int indent, std::string_view item_sep, std::string_view key_sep,
                             bool sort_keys) {

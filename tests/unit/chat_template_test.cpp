@@ -512,6 +512,14 @@ TEST(chat_template_errors, runaway_recursion_and_nesting_are_bounded) {
             std::string::npos);
 }
 
+// A namespace holding itself prints as Python's recursive repr does (found by chat_template_fuzz: the
+// printer recursed until the stack overflowed).
+TEST(chat_template_errors, a_namespace_holding_itself_prints_once) {
+  const auto r = render("{% set ns = namespace(k=0) %}{% set ns.k = ns %}{{ ns }}|{{ [ns] }}");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(*r, "<Namespace {'k': <Namespace {...}>}>|[<Namespace {'k': <Namespace {...}>}>]");
+}
+
 TEST(chat_template_errors, loops_output_and_values_are_bounded) {
   chat_template_limits small;
   small.max_loop_iterations = 1000;
