@@ -10,6 +10,10 @@
 
 namespace pagedserve::jinja {
 
+interpreter::~interpreter() {
+  for (const namespace_ptr& ns : namespaces_) ns->attrs.items.clear();
+}
+
 interpreter::interpreter(const chat_template_limits& limits, dict root, std::chrono::sys_seconds now)
     : limits_(limits), now_(now) {
   frames_.push_back(std::move(root.items));

@@ -19,6 +19,13 @@ class interpreter {
  public:
   // `root` holds the template's variables (context and globals); top-level sets add to it.
   interpreter(const chat_template_limits& limits, dict root, std::chrono::sys_seconds now);
+  // Empties every namespace the render made: one that holds itself (`{% set ns.k = ns %}`), directly or
+  // through lists and dicts, is a shared_ptr cycle that would otherwise outlive the render.
+  ~interpreter();
+  interpreter(const interpreter&) = delete;
+  interpreter& operator=(const interpreter&) = delete;
+  // A namespace() the render made, emptied with the interpreter.
+  void own(const namespace_ptr& ns) { namespaces_.push_back(ns); }
 
   result<std::string> render(const body& b);
   result<value> call(const value& callee, call_args&& args);
@@ -30,6 +37,7 @@ class interpreter {
 
  private:
   using frame = std::vector<std::pair<std::string, value>>;
+  std::vector<namespace_ptr> namespaces_;
 
   result<flow> exec(const body& b);
   result<flow> exec_stmt(const stmt& s);

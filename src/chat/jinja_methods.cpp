@@ -289,8 +289,9 @@ void globals_add(dict& root) {
                out.emplace_back(static_cast<std::int64_t>(static_cast<std::uint64_t>(v[0]) + i * static_cast<std::uint64_t>(v[2])));
              return out;
            }));
-  root.set("namespace", bound("namespace", [](interpreter&, call_args&& a) -> result<value> {
+  root.set("namespace", bound("namespace", [](interpreter& in, call_args&& a) -> result<value> {
              auto ns = std::make_shared<namespace_obj>();
+             in.own(ns);
              for (const value& p : a.positional) {
                const dict* d = p.as_dict();
                if (!d) return fail("namespace() positional arguments must be dicts");
