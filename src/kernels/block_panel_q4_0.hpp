@@ -15,10 +15,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "block_formats.hpp"
+#include "dpbusd_1to16.hpp"
 #include "model/ggml_block_panels.hpp"
 #include "panel_token_groups.hpp"
 #include "pagedserve/kernels.hpp"
@@ -105,12 +105,6 @@ struct panel_q8_0 {
   }
 };
 
-inline __m512i q4_0_broadcast4(const std::int8_t* p) {
-  std::int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
-
 // sums[t * 16 + r] = row r of the panel · token t's activations y[t], t < n_t; minus_offset[t][b] is
 // -offset x the sum of token t's block b (unused where the offset is 0).
 template <class F, int n_t>
@@ -131,8 +125,8 @@ void q4_0_panel_dot(float* sums, const std::byte* panel, const act_block32* cons
       __m512i odd = _mm512_setzero_si512();
 #pragma GCC unroll 4
       for (int u = 0; u < 4; ++u) {
-        even = _mm512_dpbusd_epi32(even, w[u], q4_0_broadcast4(a.qs + 4 * u));
-        odd = _mm512_dpbusd_epi32(odd, w[u + 4], q4_0_broadcast4(a.qs + 16 + 4 * u));
+        even = dpbusd_1to16(even, w[u], a.qs + 4 * u);
+        odd = dpbusd_1to16(odd, w[u + 4], a.qs + 16 + 4 * u);
       }
       const __m512i isum = _mm512_add_epi32(even, odd);
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(d, _mm512_set1_ps(a.d)), acc[t]);
