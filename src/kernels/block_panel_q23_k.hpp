@@ -121,8 +121,11 @@ void q23_k_panel_dot(float* sums, const std::byte* panel, const act_block256* co
 }
 
 using q23_k_panel_fn = panel_kernel_fn<act_block256>;
+// Tokens sharing one decode of a block: q23_k_panel_tokens, or a format's own count (q6_k's).
 template <class F>
-constexpr q23_k_panel_fn q23_k_panel_kernels[q23_k_panel_tokens] = {q23_k_panel_dot<F, 1>, q23_k_panel_dot<F, 2>,
+constexpr int q23_k_tokens_of = q23_k_panel_tokens;
+template <class F>
+constexpr q23_k_panel_fn q23_k_panel_kernels[q23_k_tokens_of<F>] = {q23_k_panel_dot<F, 1>, q23_k_panel_dot<F, 2>,
                                                                    q23_k_panel_dot<F, 3>, q23_k_panel_dot<F, 4>};
 
 // q2_k: extra[(t * nb + b) * 8 ..] = token t's 16 group sums of super-block b split as 128 x hi + lo

@@ -116,7 +116,7 @@ void q3_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
 
 // matmul_q23_k_panels<panel_q3_k> calls these.
 template <>
-constexpr q23_k_panel_fn q23_k_panel_kernels<panel_q3_k>[q23_k_panel_tokens] = {
+constexpr q23_k_panel_fn q23_k_panel_kernels<panel_q3_k>[q23_k_tokens_of<panel_q3_k>] = {
     q3_k_panel_dot<1>, q3_k_panel_dot<2>, q3_k_panel_dot<3>, q3_k_panel_dot<4>};
 
 }  // namespace

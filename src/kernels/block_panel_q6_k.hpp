@@ -63,19 +63,26 @@ void q6_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
     const auto load = [&](int at) { return _mm512_loadu_si512(block + at); };
     const auto activations = [&](int t, int n, int g, int u) { return y[t][b].qs + 128 * n + 32 * g + 4 * u; };
     __m512i isum[n_t];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int t = 0; t < n_t; ++t) isum[t] = _mm512_setzero_si512();
 #pragma GCC unroll 2
     for (int n = 0; n < 2; ++n)
 #pragma GCC unroll 2
       for (int half = 0; half < 2; ++half) {  // u = 4 half + r: groups 8n + 2g + half
         const int step = panel_q6_k::step_bytes * (2 * n + half);
-        __m512i chain[n_t][4];
-#pragma GCC unroll 4
-        for (int t = 0; t < n_t; ++t)
-#pragma GCC unroll 4
-          for (int g = 0; g < 4; ++g) chain[t][g] = _mm512_set1_epi32(minus_offsets[t][16 * b + 8 * n + 2 * g + half]);
+        const auto chain_start = [&](int t, int g) {
+          return _mm512_set1_epi32(minus_offsets[t][16 * b + 8 * n + 2 * g + half]);
+        };
+        const auto group_scale = [&](int g) {
+          return _mm512_cvtepi8_epi32(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + step + panel_q6_k::scales_at + 16 * g)));
+        };
         if constexpr (n_t <= q6_k_in_order_tokens) {
+          __m512i chain[n_t][4];
+#pragma GCC unroll 4
+          for (int t = 0; t < n_t; ++t)
+#pragma GCC unroll 4
+            for (int g = 0; g < 4; ++g) chain[t][g] = chain_start(t, g);
 #pragma GCC unroll 4
           for (int r = 0; r < 4; ++r) {
             const int at = step + panel_q6_k::run_bytes * r;
@@ -87,23 +94,29 @@ void q6_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
 #pragma GCC unroll 4
               for (int g = 0; g < 4; ++g) chain[t][g] = dpbusd_1to16(chain[t][g], w[g], activations(t, n, g, 4 * half + r));
           }
-        } else {
 #pragma GCC unroll 4
-          for (int g = 0; g < 4; ++g)
+          for (int g = 0; g < 4; ++g) {
+            const __m512i scale = group_scale(g);
+#pragma GCC unroll 4
+            for (int t = 0; t < n_t; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(chain[t][g], scale));
+          }
+        } else {  // group by group: one chain per token live, scaled into isum as the group ends
+#pragma GCC unroll 4
+          for (int g = 0; g < 4; ++g) {
+            __m512i chain[n_t];
+#pragma GCC unroll 8
+            for (int t = 0; t < n_t; ++t) chain[t] = chain_start(t, g);
 #pragma GCC unroll 4
             for (int r = 0; r < 4; ++r) {
               const int at = step + panel_q6_k::run_bytes * r;
               const __m512i w = q6_k_weights(load(at + 64 * (g % 2)), load(at + 128), g);
-#pragma GCC unroll 4
-              for (int t = 0; t < n_t; ++t) chain[t][g] = dpbusd_1to16(chain[t][g], w, activations(t, n, g, 4 * half + r));
+#pragma GCC unroll 8
+              for (int t = 0; t < n_t; ++t) chain[t] = dpbusd_1to16(chain[t], w, activations(t, n, g, 4 * half + r));
             }
-        }
-#pragma GCC unroll 4
-        for (int g = 0; g < 4; ++g) {
-          const __m512i scale = _mm512_cvtepi8_epi32(
-              _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + step + panel_q6_k::scales_at + 16 * g)));
-#pragma GCC unroll 4
-          for (int t = 0; t < n_t; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(chain[t][g], scale));
+            const __m512i scale = group_scale(g);
+#pragma GCC unroll 8
+            for (int t = 0; t < n_t; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(chain[t], scale));
+          }
         }
       }
     add_scaled_superblock<n_t>(acc, isum, block + panel_q6_k::d_at, y, b);
@@ -111,10 +124,14 @@ void q6_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
   for (int t = 0; t < n_t; ++t) _mm512_storeu_ps(sums + t * block_panel_rows, acc[t]);
 }
 
-// matmul_q23_k_panels<panel_q6_k> calls these.
+// matmul_q23_k_panels<panel_q6_k> calls these: up to 8 tokens a decode of each block (group by group
+// from 4 on, 3 registers a token live).
 template <>
-constexpr q23_k_panel_fn q23_k_panel_kernels<panel_q6_k>[q23_k_panel_tokens] = {
-    q6_k_panel_dot<1>, q6_k_panel_dot<2>, q6_k_panel_dot<3>, q6_k_panel_dot<4>};
+constexpr int q23_k_tokens_of<panel_q6_k> = 8;
+template <>
+constexpr q23_k_panel_fn q23_k_panel_kernels<panel_q6_k>[q23_k_tokens_of<panel_q6_k>] = {
+    q6_k_panel_dot<1>, q6_k_panel_dot<2>, q6_k_panel_dot<3>, q6_k_panel_dot<4>,
+    q6_k_panel_dot<5>, q6_k_panel_dot<6>, q6_k_panel_dot<7>, q6_k_panel_dot<8>};
 
 }  // namespace
 }  // namespace pagedserve::kernels
