@@ -27,7 +27,10 @@
 namespace pagedserve::kernels {
 namespace {
 
-constexpr int q4_k_panel_tokens = 4;
+constexpr int q4_k_panel_tokens = 8;
+// Up to this many tokens both sub-blocks of a run are computed from one load (2 chains a token live);
+// beyond, sub-block by sub-block (1 chain a token), which lets 8 tokens share a decode without spills.
+constexpr int q4_k_both_halves_tokens = 4;
 
 // Where a panel block's fields are: q4_k's, and q5_k's with its qh runs before the nibbles.
 struct panel_q4_k {
@@ -74,31 +77,51 @@ void q4_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
     for (int c = 0; c < 4; ++c) {
       const __m512i& scales = c < 2 ? scales03 : scales47;
       const __m512i scale_even = q4_k_byte(scales, 2 * c % 4), scale_odd = q4_k_byte(scales, 2 * c % 4 + 1);
-      __m512i even[n_t], odd[n_t];
-      for (int t = 0; t < n_t; ++t) even[t] = odd[t] = _mm512_setzero_si512();
-#pragma GCC unroll 8
-      for (int u = 0; u < 8; ++u) {
-        __m512i v = load(F::qs_at + 64 * (8 * c + u));
-        asm("" : "+v"(v));  // one load for both nibbles: GCC otherwise folds a load into each use
-        __m512i lo = _mm512_and_si512(v, low4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+      // Sub-block 2c's weights (the low nibbles, h = 0) or 2c + 1's (the high ones, h = 1) of run u.
+      const auto weights = [&](__m512i v, int u, int h) {
+        __m512i q = h == 0 ? _mm512_and_si512(v, low4) : _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
         if constexpr (F::has_qh) {
           __m512i qh = load(F::qh_at + 64 * u);
           asm("" : "+v"(qh));
-          const __m512i sixteen = _mm512_set1_epi8(16);
-          lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh, _mm512_set1_epi8(static_cast<char>(1 << 2 * c))), lo,
-                                    sixteen);
-          hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(qh, _mm512_set1_epi8(static_cast<char>(2 << 2 * c))), hi,
-                                    sixteen);
+          q = _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(qh, _mm512_set1_epi8(static_cast<char>((1 + h) << 2 * c))), q,
+                                   _mm512_set1_epi8(16));
         }
+        return q;
+      };
+      if constexpr (n_t <= q4_k_both_halves_tokens) {  // one load of each run for both sub-blocks
+        __m512i even[n_t], odd[n_t];
+        for (int t = 0; t < n_t; ++t) even[t] = odd[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int u = 0; u < 8; ++u) {
+          __m512i v = load(F::qs_at + 64 * (8 * c + u));
+          asm("" : "+v"(v));  // one load for both nibbles: GCC otherwise folds a load into each use
+          const __m512i lo = weights(v, u, 0), hi = weights(v, u, 1);
 #pragma GCC unroll 4
-        for (int t = 0; t < n_t; ++t) {
-          even[t] = dpbusd_1to16(even[t], lo, y[t][b].qs + 64 * c + 4 * u);
-          odd[t] = dpbusd_1to16(odd[t], hi, y[t][b].qs + 64 * c + 32 + 4 * u);
+          for (int t = 0; t < n_t; ++t) {
+            even[t] = dpbusd_1to16(even[t], lo, y[t][b].qs + 64 * c + 4 * u);
+            odd[t] = dpbusd_1to16(odd[t], hi, y[t][b].qs + 64 * c + 32 + 4 * u);
+          }
+        }
+        for (int t = 0; t < n_t; ++t)
+          isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(even[t], scale_even),
+                                                               _mm512_mullo_epi32(odd[t], scale_odd)));
+      } else {  // sub-block by sub-block: one chain a token live, scaled into isum as it ends
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          __m512i chain[n_t];
+#pragma GCC unroll 8
+          for (int t = 0; t < n_t; ++t) chain[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+          for (int u = 0; u < 8; ++u) {
+            const __m512i q = weights(load(F::qs_at + 64 * (8 * c + u)), u, h);
+#pragma GCC unroll 8
+            for (int t = 0; t < n_t; ++t) chain[t] = dpbusd_1to16(chain[t], q, y[t][b].qs + 64 * c + 32 * h + 4 * u);
+          }
+          const __m512i scale = h == 0 ? scale_even : scale_odd;
+#pragma GCC unroll 8
+          for (int t = 0; t < n_t; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(chain[t], scale));
         }
       }
-      for (int t = 0; t < n_t; ++t)
-        isum[t] = _mm512_add_epi32(isum[t], _mm512_add_epi32(_mm512_mullo_epi32(even[t], scale_even),
-                                                             _mm512_mullo_epi32(odd[t], scale_odd)));
     }
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block)));
     const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 32)));
@@ -117,8 +140,9 @@ void q4_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
 
 using q4_k_panel_fn = panel_kernel_fn<act_block256>;
 template <class F>
-constexpr q4_k_panel_fn q4_k_panel_kernels[q4_k_panel_tokens] = {q4_k_panel_dot<F, 1>, q4_k_panel_dot<F, 2>,
-                                                                 q4_k_panel_dot<F, 3>, q4_k_panel_dot<F, 4>};
+constexpr q4_k_panel_fn q4_k_panel_kernels[q4_k_panel_tokens] = {
+    q4_k_panel_dot<F, 1>, q4_k_panel_dot<F, 2>, q4_k_panel_dot<F, 3>, q4_k_panel_dot<F, 4>,
+    q4_k_panel_dot<F, 5>, q4_k_panel_dot<F, 6>, q4_k_panel_dot<F, 7>, q4_k_panel_dot<F, 8>};
 
 // pairs[(t * nb + b) * 4 + k] = token t's sums over sub-blocks (j, j + 2) of super-block b as two 16-bit
 // halves, j = 0, 1, 4, 5 for k = 0..3: the partners of the mins' pairs in q4_k_panel_dot.
