@@ -77,15 +77,21 @@ void q4_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
     for (int c = 0; c < 4; ++c) {
       const __m512i& scales = c < 2 ? scales03 : scales47;
       const __m512i scale_even = q4_k_byte(scales, 2 * c % 4), scale_odd = q4_k_byte(scales, 2 * c % 4 + 1);
-      // Sub-block 2c's weights (the low nibbles, h = 0) or 2c + 1's (the high ones, h = 1) of run u.
-      const auto weights = [&](__m512i v, int u, int h) {
-        __m512i q = h == 0 ? _mm512_and_si512(v, low4) : _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+      // q5_k's fifth bits of run u (one load for both sub-blocks); unused for q4_k.
+      const auto fifth_bits = [&](int u) {
+        __m512i qh = _mm512_setzero_si512();
         if constexpr (F::has_qh) {
-          __m512i qh = load(F::qh_at + 64 * u);
-          asm("" : "+v"(qh));
+          qh = load(F::qh_at + 64 * u);
+          asm("" : "+v"(qh));  // one load: GCC otherwise folds one into each use
+        }
+        return qh;
+      };
+      // Sub-block 2c's weights (the low nibbles of run v, h = 0) or 2c + 1's (the high ones, h = 1).
+      const auto weights = [&](__m512i v, __m512i qh, int h) {
+        __m512i q = h == 0 ? _mm512_and_si512(v, low4) : _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        if constexpr (F::has_qh)
           q = _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(qh, _mm512_set1_epi8(static_cast<char>((1 + h) << 2 * c))), q,
                                    _mm512_set1_epi8(16));
-        }
         return q;
       };
       if constexpr (n_t <= q4_k_both_halves_tokens) {  // one load of each run for both sub-blocks
@@ -95,7 +101,8 @@ void q4_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
         for (int u = 0; u < 8; ++u) {
           __m512i v = load(F::qs_at + 64 * (8 * c + u));
           asm("" : "+v"(v));  // one load for both nibbles: GCC otherwise folds a load into each use
-          const __m512i lo = weights(v, u, 0), hi = weights(v, u, 1);
+          const __m512i qh = fifth_bits(u);
+          const __m512i lo = weights(v, qh, 0), hi = weights(v, qh, 1);
 #pragma GCC unroll 4
           for (int t = 0; t < n_t; ++t) {
             even[t] = dpbusd_1to16(even[t], lo, y[t][b].qs + 64 * c + 4 * u);
@@ -113,7 +120,7 @@ void q4_k_panel_dot(float* sums, const std::byte* panel, const act_block256* con
           for (int t = 0; t < n_t; ++t) chain[t] = _mm512_setzero_si512();
 #pragma GCC unroll 8
           for (int u = 0; u < 8; ++u) {
-            const __m512i q = weights(load(F::qs_at + 64 * (8 * c + u)), u, h);
+            const __m512i q = weights(load(F::qs_at + 64 * (8 * c + u)), fifth_bits(u), h);
 #pragma GCC unroll 8
             for (int t = 0; t < n_t; ++t) chain[t] = dpbusd_1to16(chain[t], q, y[t][b].qs + 64 * c + 32 * h + 4 * u);
           }
