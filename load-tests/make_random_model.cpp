@@ -20,29 +20,6 @@
 
 namespace {
 
-// <unk>, <s>, </s>, the 256 byte pieces, then "▁t<id>" words up to vocab_size, so any sampled id decodes.
-void add_synthetic_tokenizer(pagedserve::gguf_writer& w, int vocab_size) {
-  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
-  std::vector<std::int32_t> types = {2, 3, 3};
-  for (int b = 0; b < 256; ++b) {
-    char piece[8];
-    std::snprintf(piece, sizeof piece, "<0x%02X>", b);
-    tokens.emplace_back(piece);
-    types.push_back(6);
-  }
-  while (static_cast<int>(tokens.size()) < vocab_size) {
-    tokens.push_back("\u2581t" + std::to_string(tokens.size()));
-    types.push_back(1);
-  }
-  std::vector<float> scores(tokens.size());
-  for (std::size_t i = 0; i < scores.size(); ++i) scores[i] = -static_cast<float>(i);
-  w.add_string("tokenizer.ggml.model", "llama");
-  w.add_strings("tokenizer.ggml.tokens", tokens);
-  w.add_f32s("tokenizer.ggml.scores", scores);
-  w.add_i32s("tokenizer.ggml.token_type", types);
-  w.add_bool("tokenizer.ggml.add_bos_token", true);
-}
-
 // llama2.c's tokenizer.bin (i32 max_token_length, then per token f32 score, i32 length, bytes) as a GGUF
 // SentencePiece vocabulary of its first vocab_size tokens; false when the file has fewer.
 bool add_llama2c_tokenizer(pagedserve::gguf_writer& w, const char* path, int vocab_size) {
@@ -85,7 +62,7 @@ int write_gguf(const pagedserve::bench::gguf_random_options& o) {
       return 1;
     }
   } else {
-    add_synthetic_tokenizer(w, o.config.vocab_size);
+    pagedserve::gguf_add_synthetic_vocab(w, o.config.vocab_size);
   }
   if (auto written = w.write(o.out); !written) {
     std::fprintf(stderr, "make-random-model: %s\n", written.error().c_str());

@@ -1,8 +1,10 @@
-// The tensor list of a llama / qwen3 / qwen3moe GGUF, filled with random weights.
+// The tensor list of a llama / qwen2 / qwen3 / qwen3moe GGUF, filled with random weights.
 #include "model/gguf_random_model.hpp"
 
+#include <cstdio>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "pagedserve/check.hpp"
 #include "model/ggml_blocks.hpp"
@@ -26,7 +28,7 @@ class random_tensors {
     std::uint64_t n = 1;
     for (const std::uint64_t d : ne) n *= d;
     std::vector<float> values(n, 1.0f);  // a norm's weights
-    if (ne.size() >= 2) {
+    if (ne.size() >= 2 || name.ends_with(".bias")) {
       std::mt19937_64 rng(seed_ * 1000003 + n_);
       std::normal_distribution<float> normal(0.0f, 0.02f);
       for (float& v : values) v = normal(rng);
@@ -73,8 +75,9 @@ void add_metadata(gguf_writer& w, const model_config& c) {
 }  // namespace
 
 void gguf_add_random_model(gguf_writer& w, const model_config& c, const gguf_recipe& recipe, std::uint64_t seed) {
-  ps_check(c.architecture == "llama" || c.architecture == "qwen3" || c.architecture == "qwen3moe",
-           "gguf_add_random_model: architecture must be llama, qwen3 or qwen3moe");
+  ps_check(c.architecture == "llama" || c.architecture == "qwen2" || c.architecture == "qwen3" ||
+               c.architecture == "qwen3moe",
+           "gguf_add_random_model: architecture must be llama, qwen2, qwen3 or qwen3moe");
   add_metadata(w, c);
   random_tensors t(w, c, recipe, seed);
   using u = std::uint64_t;
@@ -87,7 +90,11 @@ void gguf_add_random_model(gguf_writer& w, const model_config& c, const gguf_rec
     t.add(at + "attn_k.weight", {dim, kvd});
     t.add(at + "attn_v.weight", {dim, kvd});
     t.add(at + "attn_output.weight", {qd, dim});
-    if (c.architecture != "llama") {
+    if (c.architecture == "qwen2") {
+      t.add(at + "attn_q.bias", {qd});
+      t.add(at + "attn_k.bias", {kvd});
+      t.add(at + "attn_v.bias", {kvd});
+    } else if (c.architecture != "llama") {
       t.add(at + "attn_q_norm.weight", {hs});
       t.add(at + "attn_k_norm.weight", {hs});
     }
@@ -106,6 +113,29 @@ void gguf_add_random_model(gguf_writer& w, const model_config& c, const gguf_rec
   }
   t.add("output_norm.weight", {dim});
   if (!c.shared_classifier) t.add("output.weight", {dim, u(c.vocab_size)});
+}
+
+void gguf_add_synthetic_vocab(gguf_writer& w, int vocab_size) {
+  ps_check(vocab_size >= 3 + 256, "gguf_add_synthetic_vocab: a vocabulary needs 259 tokens for its byte pieces");
+  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+  std::vector<std::int32_t> types = {2, 3, 3};  // llama.cpp's: 1 normal, 2 unknown, 3 control, 6 byte
+  for (int b = 0; b < 256; ++b) {
+    char piece[8];
+    std::snprintf(piece, sizeof piece, "<0x%02X>", b);
+    tokens.emplace_back(piece);
+    types.push_back(6);
+  }
+  while (static_cast<int>(tokens.size()) < vocab_size) {
+    tokens.push_back("\u2581t" + std::to_string(tokens.size()));
+    types.push_back(1);
+  }
+  std::vector<float> scores(tokens.size());
+  for (std::size_t i = 0; i < scores.size(); ++i) scores[i] = -static_cast<float>(i);
+  w.add_string("tokenizer.ggml.model", "llama");
+  w.add_strings("tokenizer.ggml.tokens", tokens);
+  w.add_f32s("tokenizer.ggml.scores", scores);
+  w.add_i32s("tokenizer.ggml.token_type", types);
+  w.add_bool("tokenizer.ggml.add_bos_token", true);
 }
 
 }  // namespace pagedserve

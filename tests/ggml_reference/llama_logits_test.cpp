@@ -17,6 +17,9 @@
 
 #include "llama_library.hpp"
 #include "model/gguf_model.hpp"
+#include "model/gguf_random_model.hpp"
+#include "model/gguf_recipe.hpp"
+#include "model/gguf_writer.hpp"
 #include "model/prefill_logits.hpp"
 #include "pagedserve/kernels.hpp"
 #include "support/test_paths.hpp"
@@ -91,6 +94,83 @@ INSTANTIATE_TEST_SUITE_P(all, llama_cpp_logits, testing::ValuesIn(test::llama_ft
                          [](const testing::TestParamInfo<std::pair<const char*, int>>& info) {
                            return std::string(info.param.first);
                          });
+
+// The architectures the GGUF loader runs besides llama2.c-converted llamas, as gguf_add_random_model writes
+// them (N(0, 0.02) matrices, unit norms, a synthetic vocabulary llama.cpp loads): llama (GQA 4), qwen2
+// (q/k/v biases), qwen3 (head_dim 64 apart from dim / heads, q/k norms, GQA 2), qwen3moe (8 experts, tied classifier). Logits
+// against llama.cpp's on the F32 file (exact path, 1e-3) and on the files llama-quantize makes of it
+// as Q8_0 and Q4_K_M (packed, 0.03). The MoE model's quantized files use all 8 experts (weights from a
+// softmax over every expert): with 2 of 8 a random router's second and third choices are often within
+// the quantized path's rounding of each other, so llama.cpp and pagedserve, each right, pick different
+// experts. Its top-2 choice is checked on the F32 file (qwen3moe_top2), where both compute the same router.
+struct architecture_case {
+  model_config config;
+  bool quantized = true;  // also compare llama-quantize's Q8_0 and Q4_K_M files
+};
+
+architecture_case architecture_of(const std::string& name) {
+  architecture_case a;
+  model_config& c = a.config;
+  c.architecture = name == "qwen3moe_top2" ? "qwen3moe" : name;
+  c.dim = 256, c.hidden_dim = 768, c.n_layers = 4, c.n_heads = 8, c.n_kv_heads = 2, c.head_dim = 32;
+  c.vocab_size = 512, c.seq_len = 512, c.shared_classifier = false, c.rope_theta = 10000.0f;
+  if (name == "qwen2") c.rope_theta = 1000000.0f, c.shared_classifier = true;
+  if (name == "qwen3") c.n_heads = 8, c.n_kv_heads = 4, c.head_dim = 64, c.rope_theta = 1000000.0f;
+  if (c.architecture == "qwen3moe") {
+    c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 64, c.shared_classifier = true;
+    c.n_experts = 8, c.n_experts_used = 8, c.expert_hidden_dim = 256, c.norm_topk_prob = true;
+  }
+  if (name == "qwen3moe_top2") c.n_experts_used = 2, a.quantized = false;
+  return a;
+}
+
+class llama_cpp_architecture : public testing::TestWithParam<std::string> {};
+
+TEST_P(llama_cpp_architecture, matches_llama_cpp) {
+  const test::llama_library llama;
+  if (!llama.ok()) GTEST_SKIP() << llama.why();
+  const architecture_case a = architecture_of(GetParam());
+  const model_config& c = a.config;
+  const auto f32_path = test::temp_file(GetParam() + "_random_f32.gguf");
+  {
+    gguf_writer w;
+    gguf_add_random_model(w, c, *gguf_recipe_parse("F32"), 19);
+    gguf_add_synthetic_vocab(w, c.vocab_size);
+    ASSERT_TRUE(w.write(f32_path).has_value());
+  }
+  std::vector<std::vector<std::int32_t>> ids;
+  for (const int n : {8, 40}) {
+    auto& p = ids.emplace_back(1, 1);
+    for (int i = 1; i < n; ++i) p.push_back(3 + (i * 7919 + n * 104729) % (c.vocab_size - 3));
+  }
+  const auto exact = llama.logits(f32_path, ids);
+  ASSERT_FALSE(exact.empty()) << "llama.cpp could not evaluate " << f32_path;
+  auto f32_model = gguf_model_load(f32_path, {.weights = weight_format::as_stored});
+  ASSERT_TRUE(f32_model.has_value()) << f32_model.error();
+  const double exact_error = worst_error(**f32_model, *kernels::kernel_table_select("scalar"), ids, exact);
+  std::printf("[ %s F32 ] max |logit - llama.cpp's| %.2g\n", GetParam().c_str(), exact_error);
+  EXPECT_LE(exact_error, 1e-3);
+  for (const auto& [ftype, number] : {std::pair{"Q8_0", 7}, std::pair{"Q4_K_M", 15}}) {
+    if (!a.quantized) break;
+    SCOPED_TRACE(ftype);
+    const auto quantized = test::temp_file(GetParam() + "_random_" + ftype + ".gguf");
+    ASSERT_TRUE(llama.quantize(f32_path, quantized, number));
+    const auto fast = llama.logits(quantized, ids);
+    ASSERT_FALSE(fast.empty()) << "llama.cpp could not evaluate " << quantized;
+    auto packed = gguf_model_load(quantized, {.weights = weight_format::as_stored});
+    ASSERT_TRUE(packed.has_value()) << packed.error();
+    const kernels::kernel_table& best = *kernels::kernel_table_select();
+    const double packed_error = worst_error(**packed, best, ids, fast);
+    std::printf("[ %s %s ] packed on %s: max |logit - llama.cpp's| %.3g\n", GetParam().c_str(), ftype,
+                std::string(kernels::isa_name(best.which)).c_str(), packed_error);
+    EXPECT_LE(packed_error, 0.03);
+    std::filesystem::remove(quantized);
+  }
+  std::filesystem::remove(f32_path);
+}
+
+INSTANTIATE_TEST_SUITE_P(all, llama_cpp_architecture, testing::Values("llama", "qwen2", "qwen3", "qwen3moe", "qwen3moe_top2"),
+                         [](const testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
 }  // namespace pagedserve
