@@ -23,9 +23,10 @@ pagedserve_layer(config FILES src/config/* include/pagedserve/config.hpp
 # and tokenizers read them, so they sit below both (files of src/model, by name).
 pagedserve_layer(formats
   FILES src/model/weight.cpp src/model/ggml_*.cpp src/model/ggml_block_formats.hpp src/model/gguf_reader.cpp
-    src/model/safetensors_reader.cpp src/model/mapped_file.cpp
+    src/model/gguf_split.cpp src/model/safetensors_reader.cpp src/model/mapped_file.cpp
     src/kernels/block_formats.hpp  # ggml's block structs, which the codecs fill and the kernels read
     include/pagedserve/weight.hpp src/model/ggml_blocks.hpp src/model/ggml_block_panels.hpp src/model/gguf.hpp
+    src/model/gguf_split.hpp
     src/model/safetensors.hpp src/model/mapped_file.hpp
   USES base THIRD_PARTY simdjson)
 pagedserve_layer(kernels FILES src/kernels/* include/pagedserve/kernels.hpp
@@ -46,7 +47,7 @@ pagedserve_layer(grammar FILES src/grammar/*
 pagedserve_layer(chat FILES src/chat/*
   USES base tokenizer THIRD_PARTY simdjson icu)  # icu: through utf8.hpp
 pagedserve_layer(hub FILES src/hub/*
-  USES base THIRD_PARTY asio beast openssl simdjson spdlog)
+  USES base formats THIRD_PARTY asio beast openssl simdjson spdlog)
 # Models: loaders, forward pass, quantization, and the served model (weights + tokenizer + chat
 # template, fetched from the hub when asked).
 pagedserve_layer(model

@@ -7,7 +7,8 @@
 // written as it is generated: load-tests/moe_full_size.sh):
 //   make-random-model --gguf q30b.gguf qwen3moe Q4_K_M 2048 6144 48 32 4 128 151936 40960 128 8 768 1 1
 // or with a llama2.c tokenizer.bin's vocabulary instead (a trailing path), so llama.cpp loads the same
-// file beside pagedserve (load-tests/quant_vs_llama_cpp.sh).
+// file beside pagedserve (load-tests/quant_vs_llama_cpp.sh); --splits N writes it as a split model
+// (OUT = NAME-00001-of-0000N.gguf), as hub repos publish large quantizations.
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "model/gguf_random_model.hpp"
+#include "model/gguf_split.hpp"
 #include "pagedserve/model.hpp"
 #include "tools_cli.hpp"
 
@@ -63,6 +65,13 @@ int write_gguf(const pagedserve::bench::gguf_random_options& o) {
     }
   } else {
     pagedserve::gguf_add_synthetic_vocab(w, o.config.vocab_size);
+  }
+  if (o.splits > 1) {
+    if (auto first = w.write_splits(pagedserve::gguf_split_name_parse(o.out)->prefix, o.splits); !first) {
+      std::fprintf(stderr, "make-random-model: %s\n", first.error().c_str());
+      return 1;
+    }
+    return 0;
   }
   if (auto written = w.write(o.out); !written) {
     std::fprintf(stderr, "make-random-model: %s\n", written.error().c_str());

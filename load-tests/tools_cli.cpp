@@ -1,5 +1,7 @@
 #include "tools_cli.hpp"
 
+#include "model/gguf_split.hpp"
+
 namespace pagedserve::bench {
 namespace {
 
@@ -67,8 +69,8 @@ void gguf_random_define(CLI::App& app, gguf_random_options& o) {
   app.add_option("out", o.out, "GGUF file to write")->required()->type_name("OUT");
   app.add_option("arch", c.architecture, "architecture")
       ->required()
-      ->check(CLI::IsMember({"llama", "qwen3", "qwen3moe"}).description(""))
-      ->type_name("llama|qwen3|qwen3moe");
+      ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen3moe"}).description(""))
+      ->type_name("llama|qwen2|qwen3|qwen3moe");
   cli_add_parsed(app, "recipe", o.recipe,
                  [](std::string_view name) -> std::expected<gguf_recipe, std::string> {
                    if (auto r = gguf_recipe_parse(name)) return *r;
@@ -92,7 +94,18 @@ void gguf_random_define(CLI::App& app, gguf_random_options& o) {
   add_untied_and_seed(app, c, o.seed);
   app.add_option("tokenizer", o.tokenizer, "a llama2.c vocabulary to embed (default: bytes plus synthetic words)")
       ->type_name("TOKENIZER.bin");
-  app.callback([&c] {
+  app.add_option("--splits", o.splits,
+                 "write a split model of N files, as llama.cpp's gguf-split does: OUT names the first, which must end "
+                 "-00001-of-0000N.gguf")
+      ->check(CLI::Range(1, 9999))
+      ->type_name("N");
+  app.callback([&c, &o] {
+    if (o.splits > 1) {
+      const auto name = gguf_split_name_parse(o.out);
+      if (!name || name->split != 0 || name->n_splits != o.splits)
+        throw CLI::ValidationError("--splits " + std::to_string(o.splits) + ": OUT must name the first split, " +
+                                   gguf_split_path("NAME", 0, o.splits).string());
+    }
     if ((c.n_experts > 0) != (c.architecture == "qwen3moe") || c.n_heads % c.n_kv_heads != 0 || c.head_size() % 2 != 0 ||
         c.n_experts_used > c.n_experts || c.vocab_size < 260)
       throw CLI::ValidationError(

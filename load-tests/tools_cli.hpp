@@ -25,6 +25,7 @@ struct gguf_random_options {
   gguf_recipe recipe;
   std::uint64_t seed = 0;
   std::string tokenizer;  // llama2.c tokenizer.bin whose vocabulary to embed; empty = bytes plus synthetic words
+  int splits = 1;         // > 1: a split model, OUT's name ending -00001-of-0000N.gguf (llama.cpp's gguf-split names)
 };
 
 // Set app up (cli_app_setup) with each form's arguments, bound to o; the callback checks the shape.

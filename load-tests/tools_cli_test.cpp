@@ -58,6 +58,17 @@ TEST(ToolsCli, MakeRandomModelReadsTheGgufForm) {
                           "0", "0", "0", "3", "tok.bin"});
   ASSERT_TRUE(with_vocab) << with_vocab.error().text;
   EXPECT_EQ(with_vocab->tokenizer, "tok.bin");
+  EXPECT_EQ(with_vocab->splits, 1);
+  auto split = gguf({"--gguf", "big-Q4_K_M-00001-of-00004.gguf", "qwen2", "Q4_K_M", "256", "512", "2", "4", "4", "0",
+                     "512", "256", "0", "0", "0", "0", "3", "--splits", "4"});
+  ASSERT_TRUE(split) << split.error().text;
+  EXPECT_EQ(split->splits, 4);
+  EXPECT_EQ(split->config.architecture, "qwen2");
+  auto misnamed = gguf({"--gguf", "big.gguf", "llama", "Q4_K_M", "256", "512", "2", "4", "4", "0", "512", "256", "0",
+                        "0", "0", "0", "3", "--splits", "4"});
+  ASSERT_FALSE(misnamed);
+  EXPECT_NE(misnamed.error().text.find("OUT must name the first split, NAME-00001-of-00004.gguf"), std::string::npos)
+      << misnamed.error().text;
 }
 
 TEST(ToolsCli, BadOrMissingArgumentsAreNamed) {

@@ -1,6 +1,7 @@
 #include "hub/hub_file_select.hpp"
 
 #include "hub/hub_url.hpp"
+#include "model/gguf_split.hpp"
 
 #include <algorithm>
 #include <array>
@@ -32,6 +33,31 @@ std::string list(const std::vector<const hub_file*>& files) {
   return s;
 }
 
+// Files that are all the splits of one model (gguf_split.hpp: <name>-00001-of-0000n.gguf ...), as
+// llama-server's -hf fetches them: every split, the first as the model path. nullopt when they are
+// not one model's splits; an error when some of its splits are not in the repo.
+std::optional<std::expected<hub_selection, std::string>> split_set(const std::vector<const hub_file*>& files,
+                                                                   const hub_model_ref& ref) {
+  std::optional<gguf_split_name> model;
+  std::vector<const hub_file*> by_split;
+  for (const hub_file* f : files) {
+    const auto name = gguf_split_name_parse(f->name);
+    if (!name || (model && (name->prefix != model->prefix || name->n_splits != model->n_splits))) return std::nullopt;
+    if (!model) model = name, by_split.assign(name->n_splits, nullptr);
+    by_split[name->split] = f;
+  }
+  if (!model) return std::nullopt;
+  hub_selection s;
+  for (int i = 0; i < model->n_splits; ++i) {
+    if (!by_split[i])
+      return std::unexpected(ref.repo + ": split " + std::to_string(i + 1) + " of " + std::to_string(model->n_splits) +
+                             " (" + gguf_split_path(model->prefix, i, model->n_splits).string() + ") is not in the repo");
+    s.files.push_back(*by_split[i]);
+  }
+  s.gguf = by_split[0]->name;
+  return s;
+}
+
 std::expected<hub_selection, std::string> pick_gguf(const std::vector<hub_file>& files, const hub_model_ref& ref) {
   std::vector<const hub_file*> ggufs, matches;
   for (const hub_file& f : files)
@@ -42,6 +68,7 @@ std::expected<hub_selection, std::string> pick_gguf(const std::vector<hub_file>&
     if (ascii_lower(f->name).find(tag) != std::string::npos) matches.push_back(f);
   if (matches.empty() && ref.tag.empty() && ggufs.size() == 1) matches = ggufs;  // the only one there is
   if (matches.size() == 1) return hub_selection{{*matches[0]}, matches[0]->name};
+  if (auto split = split_set(matches, ref)) return *split;
   if (matches.empty())
     return std::unexpected(ref.repo + ": no .gguf file matches '" + (ref.tag.empty() ? "Q4_K_M" : ref.tag) +
                            "'; pick one with " + ref.repo + ":TAG from: " + list(ggufs));

@@ -1,7 +1,8 @@
 #pragma once
 // Which files of a hub repo pagedserve needs: for safetensors weights the config, tokenizer,
 // generation config, chat template and shards (never .bin/.pt/.h5/ONNX copies of the same weights);
-// for a GGUF repo the one file of the requested quantization, chosen as llama-server's -hf does.
+// for a GGUF repo the one file of the requested quantization (or all the splits of one split model),
+// chosen as llama-server's -hf does.
 #include <cstdint>
 #include <expected>
 #include <optional>
@@ -31,7 +32,7 @@ std::optional<hub_model_ref> hub_model_ref_parse(std::string_view spec);
 
 struct hub_selection {
   std::vector<hub_file> files;  // to fetch, in repo order
-  std::string gguf;             // the chosen .gguf file (then the model path), empty for a safetensors folder
+  std::string gguf;             // the chosen .gguf file (a split model's first), then the model path; empty for safetensors
 };
 
 // files: the repo's listing. An error names the repo and lists what it offers.

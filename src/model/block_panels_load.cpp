@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -47,7 +48,7 @@ weight block_panels_kept(model& m, const weight& w) {
   return out;
 }
 
-void model_pack_block_panels(model& m, std::span<const std::byte> mapped) {
+void model_pack_block_panels(model& m, std::span<const std::span<const std::byte>> mapped) {
   const bool tied = m.classifier == m.token_embedding;
   std::vector<weight*> matrices{&m.classifier};
   for (layer_weights& l : m.layers) {
@@ -57,7 +58,9 @@ void model_pack_block_panels(model& m, std::span<const std::byte> mapped) {
   }
   const auto in_file = [&](const weight* w) {
     const auto* p = static_cast<const std::byte*>(w->data);
-    return p >= mapped.data() && p + w->n_bytes() <= mapped.data() + mapped.size();
+    return std::any_of(mapped.begin(), mapped.end(), [&](std::span<const std::byte> file) {
+      return p >= file.data() && p + w->n_bytes() <= file.data() + file.size();
+    });
   };
   // Block-quantized matrices: into panels where they pay, else their rows as stored (when they are
   // the file's bytes), so every matrix a step streams is on huge pages.

@@ -63,6 +63,8 @@ struct gguf_tensor_info {
 
 class gguf_file {
  public:
+  // The first file of a split model (gguf_split.hpp) opens the model: its other files are read too and
+  // their tensors join the first's (metadata is the first's), or an error says which split is amiss.
   static std::expected<gguf_file, std::string> open(const std::filesystem::path& path);
   // Parses bytes that `keep` keeps alive (tests and fuzzing hand in a buffer).
   static std::expected<gguf_file, std::string> parse(std::span<const std::byte> bytes,
@@ -74,7 +76,10 @@ class gguf_file {
   std::uint64_t data_offset() const { return data_offset_; }
   const std::vector<std::pair<std::string, gguf_value>>& metadata() const { return kv_; }
   const std::vector<gguf_tensor_info>& tensors() const { return tensors_; }
-  std::shared_ptr<const void> storage() const { return keep_; }  // keeps the tensor bytes alive
+  std::shared_ptr<const void> storage() const { return keep_; }  // keeps the tensor bytes alive (every split's)
+  int n_splits() const { return n_splits_; }
+  // The tensor data of each file (one per split, in split order): what the mappings hold of the weights.
+  const std::vector<std::span<const std::byte>>& data_sections() const { return sections_; }
 
   const gguf_value* find(std::string_view key) const;
   const gguf_tensor_info* tensor(std::string_view name) const;
@@ -90,7 +95,12 @@ class gguf_file {
   std::expected<std::vector<std::int64_t>, std::string> get_ints(std::string_view key) const;
 
  private:
+  // Reads splits 2..n of the split model this file is the first of (gguf_split.cpp).
+  std::expected<void, std::string> join_splits(const std::filesystem::path& path);
+
   std::string name_;
+  int n_splits_ = 1;
+  std::vector<std::span<const std::byte>> sections_;
   std::uint32_t version_ = 0;
   std::uint64_t alignment_ = 32;
   std::uint64_t data_offset_ = 0;

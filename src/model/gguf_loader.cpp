@@ -323,24 +323,14 @@ void read_generation(const gguf_file& f, generation_defaults& g) {
 namespace {
 
 // The bytes of the file's tensors, from the first to the end of the last.
-std::span<const std::byte> tensor_bytes(const gguf_file& file) {
-  const std::byte* begin = nullptr;
-  const std::byte* end = nullptr;
-  for (const auto& t : file.tensors()) {
-    if (!t.data || !t.n_bytes) continue;
-    begin = begin ? std::min(begin, t.data) : t.data;
-    end = std::max(end, t.data + *t.n_bytes);
-  }
-  return begin ? std::span<const std::byte>(begin, end) : std::span<const std::byte>();
-}
-
 // The weights are used in place: read their pages in now rather than one fault at a time while serving.
 void prefault_tensors(const gguf_file& file) {
-  const std::span<const std::byte> bytes = tensor_bytes(file);
-  if (bytes.empty()) return;
+  std::size_t total = 0;
+  for (const auto& section : file.data_sections()) total += section.size();
+  if (total == 0) return;
   load_phase phase("reading the weights into memory");
-  prefault_pages(bytes);
-  phase.finish(fmt::format("read {} of weights into memory", bytes_text(static_cast<std::uint64_t>(bytes.size()))));
+  for (const auto& section : file.data_sections()) prefault_pages(section);
+  phase.finish(fmt::format("read {} of weights into memory", bytes_text(static_cast<std::uint64_t>(total))));
 }
 
 }  // namespace
@@ -363,7 +353,7 @@ std::expected<std::shared_ptr<const model>, std::string> gguf_model_from(const g
   model_convert_weights(*m, options.weights, options.progress);
   if (auto r = model_check(*m); !r) return std::unexpected(file.name() + ": " + r.error());
   if (options.weights == weight_format::as_stored) prefault_tensors(file);
-  model_pack_block_panels(*m, tensor_bytes(file));
+  model_pack_block_panels(*m, file.data_sections());
   spdlog::info("model weights: {} ({} of them in buffers of our own, the rest mapped from the file)",
                bytes_text(model_weight_bytes(*m)), bytes_text(m->owned_bytes));
   return m;
@@ -376,8 +366,9 @@ std::expected<std::shared_ptr<const model>, std::string> gguf_model_load(const s
   if (!file) return std::unexpected(file.error());
   std::uint64_t bytes = 0;
   for (const auto& t : file->tensors()) bytes += t.n_bytes.value_or(0);
-  map_phase.finish(fmt::format("mapped GGUF file {}, {} tensors, {},", path.filename().string(), file->tensors().size(),
-                               bytes_text(bytes)));
+  const std::string splits = file->n_splits() > 1 ? fmt::format(" ({} splits)", file->n_splits()) : "";
+  map_phase.finish(fmt::format("mapped GGUF file {}{}, {} tensors, {},", path.filename().string(), splits,
+                               file->tensors().size(), bytes_text(bytes)));
   return gguf_model_from(*file, options);
 }
 

@@ -8,6 +8,7 @@
 
 #include "model/ggml_blocks.hpp"
 #include "model/gguf.hpp"
+#include "model/gguf_split.hpp"
 
 namespace pagedserve {
 namespace {
@@ -244,7 +245,11 @@ std::expected<gguf_file, std::string> gguf_file::open(const std::filesystem::pat
   if (!mapped) return std::unexpected(mapped.error());
   auto owner = std::make_shared<mapped_file>(std::move(*mapped));
   const auto bytes = owner->bytes();
-  return parse(bytes, std::move(owner), path.string());
+  auto file = parse(bytes, std::move(owner), path.string());
+  if (file && file->find(gguf_split_count_key)) {
+    if (auto joined = file->join_splits(path); !joined) return std::unexpected(joined.error());
+  }
+  return file;
 }
 
 std::expected<gguf_file, std::string> gguf_file::parse(std::span<const std::byte> bytes, std::shared_ptr<const void> keep,
@@ -318,6 +323,7 @@ std::expected<gguf_file, std::string> gguf_file::parse(std::span<const std::byte
                   ") runs past the end of the file (" + std::to_string(data_size) + " data bytes)");
     t.data = bytes.data() + f.data_offset_ + t.offset;
   }
+  if (f.data_offset_ < bytes.size()) f.sections_.push_back(bytes.subspan(f.data_offset_));
   return f;
 }
 

@@ -7,6 +7,7 @@
 
 #include "pagedserve/check.hpp"
 #include "model/ggml_blocks.hpp"
+#include "model/gguf_split.hpp"
 
 namespace pagedserve {
 namespace {
@@ -148,15 +149,17 @@ void gguf_writer::add_tensor_raw(std::string_view name, std::vector<std::uint64_
   tensors_.push_back(std::move(t));
 }
 
-std::vector<std::byte> gguf_writer::header() const {
+std::vector<std::byte> gguf_writer::header(std::span<const std::byte> kv, std::uint64_t n_kv, std::size_t first,
+                                           std::size_t last) const {
   std::vector<std::byte> out;
   out.insert(out.end(), {std::byte{'G'}, std::byte{'G'}, std::byte{'U'}, std::byte{'F'}});
   put<std::uint32_t>(out, 3);
-  put<std::uint64_t>(out, tensors_.size());
-  put<std::uint64_t>(out, n_kv_);
-  out.insert(out.end(), kv_.begin(), kv_.end());
+  put<std::uint64_t>(out, last - first);
+  put<std::uint64_t>(out, n_kv);
+  out.insert(out.end(), kv.begin(), kv.end());
   std::uint64_t offset = 0;
-  for (const tensor& t : tensors_) {
+  for (std::size_t i = first; i < last; ++i) {
+    const tensor& t = tensors_[i];
     put_string(out, t.name);
     put<std::uint32_t>(out, static_cast<std::uint32_t>(t.ne.size()));
     for (const std::uint64_t d : t.ne) put(out, d);
@@ -179,7 +182,7 @@ void gguf_writer::tensor_slice(std::size_t i, std::uint64_t offset, std::span<st
 }
 
 std::vector<std::byte> gguf_writer::bytes() const {
-  std::vector<std::byte> out = header();
+  std::vector<std::byte> out = header(kv_, n_kv_, 0, tensors_.size());
   for (std::size_t i = 0; i < tensors_.size(); ++i) {
     const std::size_t at = out.size();
     out.resize(at + tensors_[i].n_bytes);
@@ -190,14 +193,40 @@ std::vector<std::byte> gguf_writer::bytes() const {
 }
 
 std::expected<void, std::string> gguf_writer::write(const std::filesystem::path& path) const {
+  return write_file(path, header(kv_, n_kv_, 0, tensors_.size()), 0, tensors_.size());
+}
+
+std::expected<std::filesystem::path, std::string> gguf_writer::write_splits(std::string_view prefix, int n_splits) const {
+  ps_check(n_splits >= 1 && static_cast<std::size_t>(n_splits) <= std::max<std::size_t>(1, tensors_.size()),
+           "gguf_writer: between one split and one split per tensor");
+  for (int s = 0; s < n_splits; ++s) {
+    gguf_writer keys;  // this split's own metadata: every key in the first
+    if (s == 0) keys.kv_ = kv_, keys.n_kv_ = n_kv_;
+    std::vector<std::byte> e;
+    put<std::uint16_t>(e, static_cast<std::uint16_t>(s));
+    keys.add_raw_value(gguf_split_no_key, static_cast<std::uint32_t>(gguf_value_type::u16), e);
+    e.clear();
+    put<std::uint16_t>(e, static_cast<std::uint16_t>(n_splits));
+    keys.add_raw_value(gguf_split_count_key, static_cast<std::uint32_t>(gguf_value_type::u16), e);
+    keys.add_i32(gguf_split_tensors_key, static_cast<std::int32_t>(tensors_.size()));
+    const std::size_t first = tensors_.size() * s / n_splits, last = tensors_.size() * (s + 1) / n_splits;
+    if (auto ok = write_file(gguf_split_path(prefix, s, n_splits), header(keys.kv_, keys.n_kv_, first, last), first, last); !ok)
+      return std::unexpected(ok.error());
+  }
+  return gguf_split_path(prefix, 0, n_splits);
+}
+
+std::expected<void, std::string> gguf_writer::write_file(const std::filesystem::path& path,
+                                                         std::span<const std::byte> head, std::size_t first,
+                                                         std::size_t last) const {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   auto put_bytes = [&](std::span<const std::byte> b) {
     out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
   };
-  put_bytes(header());
+  put_bytes(head);
   const std::vector<std::byte> zeros(alignment);
   std::vector<std::byte> slice;
-  for (std::size_t i = 0; i < tensors_.size() && out; ++i) {
+  for (std::size_t i = first; i < last && out; ++i) {
     const tensor& t = tensors_[i];
     // Slices of whole blocks, about 64 MiB each, so a random tensor is never whole in memory.
     const std::uint64_t unit = t.random_seed ? block_layout_of(t.random_type).bytes : 1;

@@ -52,6 +52,10 @@ class gguf_writer {
   std::vector<std::byte> bytes() const;  // the whole file
   // Streams the file to path (random tensors generated a slice at a time).
   std::expected<void, std::string> write(const std::filesystem::path& path) const;
+  // The same model as a split one (gguf_split.hpp), n_splits files named as llama.cpp's gguf-split names
+  // them (gguf_split_path(prefix, s, n_splits)): the first with every metadata key, each with the split
+  // keys and a run of the tensors, as even in count as they divide. Returns the first file's path.
+  std::expected<std::filesystem::path, std::string> write_splits(std::string_view prefix, int n_splits) const;
 
  private:
   struct tensor {
@@ -63,7 +67,10 @@ class gguf_writer {
     std::optional<std::uint64_t> random_seed;  // set: random blocks of dtype random_type, not data
     dtype random_type = dtype::f32;
   };
-  std::vector<std::byte> header() const;  // everything before the first tensor's bytes
+  // Everything before the first tensor's bytes of a file holding metadata kv and tensors [first, last).
+  std::vector<std::byte> header(std::span<const std::byte> kv, std::uint64_t n_kv, std::size_t first, std::size_t last) const;
+  std::expected<void, std::string> write_file(const std::filesystem::path& path, std::span<const std::byte> head,
+                                              std::size_t first, std::size_t last) const;
   // Tensor i's bytes [offset, offset + out.size()) (random ones generated), then its padding is the caller's.
   void tensor_slice(std::size_t i, std::uint64_t offset, std::span<std::byte> out) const;
   std::vector<std::byte> kv_;  // encoded key/value records

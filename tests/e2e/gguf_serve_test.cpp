@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <regex>
 
 #include "support/openai_http_client.hpp"
 #include "support/server_process.hpp"
@@ -61,6 +62,41 @@ TEST(gguf_serve, a_gguf_file_alone_serves_like_the_llama2c_pair) {
     EXPECT_EQ(a.out, b.out) << text;
   }
   std::filesystem::remove(gguf);
+}
+
+// A split model (llama.cpp's gguf-split layout, as the hub serves large models) serves from its first
+// file like the same model in one file; its second file alone is refused, naming the first.
+TEST(gguf_serve, a_split_gguf_serves_like_the_single_file) {
+  PAGEDSERVE_REQUIRE_DATA(model_path());
+  const auto single = write_stories_gguf();
+  const auto first = write_stories_gguf(true, 3);
+  ASSERT_TRUE(std::filesystem::exists(first));
+  const std::string body = R"({"prompt":"Once upon a time","max_tokens":24,"temperature":0})";
+  std::string want;
+  {
+    server_process whole({"--model", single.string(), "--tokenizer", ""});
+    ASSERT_TRUE(whole.ready()) << whole.error();
+    want = completion_text(post(whole.port(), "/v1/completions", body));
+  }
+  {
+    server_process split({"--model", first.string(), "--tokenizer", ""});
+    ASSERT_TRUE(split.ready()) << split.error();
+    const raw_response r = post(split.port(), "/v1/completions", body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_FALSE(want.empty());
+    EXPECT_EQ(completion_text(r), want);
+    EXPECT_NE(split.log().find("3 splits"), std::string::npos) << split.log();
+  }
+  const std::string second = std::regex_replace(first.string(), std::regex("-00001-of-"), "-00002-of-");
+  const auto refused = run_process({test::server_binary().string(), "serve", "--model", second, "--tokenizer", "",
+                                    "--port", "0"},
+                                   std::chrono::seconds(60));
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE((refused.out + refused.err).find("open its first file, " + first.filename().string()), std::string::npos)
+      << refused.out << refused.err;
+  for (int s = 1; s <= 3; ++s)
+    std::filesystem::remove(std::regex_replace(first.string(), std::regex("-00001-of-"), "-0000" + std::to_string(s) + "-of-"));
+  std::filesystem::remove(single);
 }
 
 }  // namespace

@@ -14,6 +14,8 @@
 
 #include "e2e/fake_hub.hpp"
 #include "e2e/hub_test_repo.hpp"
+#include "model/gguf.hpp"
+#include "model/gguf_model.hpp"
 #include "src/hub/hub_cache.hpp"
 #include "src/hub/hub_download.hpp"
 #include "src/hub/sha256.hpp"
@@ -286,6 +288,26 @@ TEST_F(hub_download, gguf_tag_fetches_one_quantization) {
   auto absent = fetch("test-org/tiny-GGUF:Q2_K");
   ASSERT_FALSE(absent);
   EXPECT_NE(absent.error().find("tiny-Q4_0.gguf"), std::string::npos) << absent.error();
+}
+
+// A quantization published as a split GGUF: every split is fetched into the snapshot, beside each
+// other, and the first is the model path, which opens the whole model.
+TEST_F(hub_download, gguf_splits_are_fetched_together) {
+  const auto files = hub_test_split_gguf_repo();
+  hub_->add_repo("test-org/split-GGUF", files);
+  auto path = fetch("test-org/split-GGUF:Q8_0");
+  ASSERT_TRUE(path) << path.error();
+  EXPECT_EQ(path->filename(), "tiny-Q8_0-00001-of-00003.gguf");
+  for (int s = 1; s <= 3; ++s) {
+    const std::string name = "tiny-Q8_0-0000" + std::to_string(s) + "-of-00003.gguf";
+    EXPECT_EQ(hub_file_bytes(path->parent_path() / name), file_named(files, "Q8_0/" + name).bytes) << name;
+  }
+  for (const auto& r : hub_->requests()) EXPECT_EQ(r.target.find("F16"), std::string::npos) << r.target;
+  auto opened = gguf_file::open(*path);
+  ASSERT_TRUE(opened.has_value()) << opened.error();
+  EXPECT_EQ(opened->n_splits(), 3);
+  auto loaded = gguf_model_load(*path);
+  EXPECT_TRUE(loaded.has_value()) << loaded.error();
 }
 
 TEST_F(hub_download, a_large_file_streams_through_and_reports_its_rate) {

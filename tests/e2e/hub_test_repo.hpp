@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "e2e/fake_hub.hpp"
+#include "model/gguf_random_model.hpp"
+#include "model/gguf_split.hpp"
 #include "model/gguf_test_model.hpp"
 #include "model/hf_test_model.hpp"
 
@@ -84,6 +86,30 @@ inline std::vector<fake_hub_file> hub_test_gguf_repo() {
     files.push_back({name, hub_file_bytes(path), true});
   }
   std::filesystem::remove(path);
+  return files;
+}
+
+// One small model's Q8_0 as a split GGUF in a folder of its own (how hub repos publish large
+// quantizations), beside a single-file F16.
+inline std::vector<fake_hub_file> hub_test_split_gguf_repo() {
+  model_config c;
+  c.architecture = "llama";
+  c.dim = 64, c.hidden_dim = 128, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.vocab_size = 300, c.seq_len = 64;
+  c.shared_classifier = false;
+  gguf_writer w;
+  gguf_add_random_model(w, c, *gguf_recipe_parse("Q8_0"), 5);
+  gguf_add_synthetic_vocab(w, c.vocab_size);
+  const auto dir = test::temp_dir("hub_split_gguf");
+  std::filesystem::create_directories(dir);
+  std::vector<fake_hub_file> files = {{"README.md", "split gguf\n", false}};
+  EXPECT_TRUE(w.write_splits((dir / "tiny-Q8_0").string(), 3).has_value());
+  for (int s = 0; s < 3; ++s) {
+    const auto path = gguf_split_path((dir / "tiny-Q8_0").string(), s, 3);
+    files.push_back({"Q8_0/" + path.filename().string(), hub_file_bytes(path), true});
+  }
+  EXPECT_TRUE(w.write(dir / "tiny-F16.gguf").has_value());  // a Q8_0 model under another name: never fetched
+  files.push_back({"tiny-F16.gguf", hub_file_bytes(dir / "tiny-F16.gguf"), true});
+  std::filesystem::remove_all(dir);
   return files;
 }
 

@@ -58,7 +58,8 @@ inline void add_vector(gguf_writer& g, const std::string& name, const float* v, 
   g.add_tensor(name, {static_cast<std::uint64_t>(n)}, gguf_tensor_type::f32, std::span<const float>(v, n));
 }
 
-inline std::filesystem::path write_stories_gguf(bool add_bos = true) {
+// n_splits > 1: written as a split model (llama.cpp's gguf-split naming); the first split's path.
+inline std::filesystem::path write_stories_gguf(bool add_bos = true, int n_splits = 1) {
   auto m = llama2c_model_load(model_path());
   EXPECT_TRUE(m.has_value());
   const model_config& c = (*m)->config;
@@ -88,7 +89,13 @@ inline std::filesystem::path write_stories_gguf(bool add_bos = true) {
     add_matrix(g, at + "ffn_down.weight", w.w_down);
   }
   add_vector(g, "output_norm.weight", (*m)->rms_final, c.dim);
-  const auto path = std::filesystem::temp_directory_path() / ("pagedserve_e2e_" + std::to_string(::getpid()) + (add_bos ? "" : "_nobos") + ".gguf");
+  const std::string stem = "pagedserve_e2e_" + std::to_string(::getpid()) + (add_bos ? "" : "_nobos");
+  if (n_splits > 1) {
+    auto first = g.write_splits((std::filesystem::temp_directory_path() / stem).string(), n_splits);
+    EXPECT_TRUE(first.has_value()) << first.error();
+    return first.value_or(std::filesystem::path{});
+  }
+  const auto path = std::filesystem::temp_directory_path() / (stem + ".gguf");
   EXPECT_TRUE(g.write(path).has_value());
   return path;
 }

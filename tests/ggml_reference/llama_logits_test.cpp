@@ -18,6 +18,7 @@
 #include "llama_library.hpp"
 #include "model/gguf_model.hpp"
 #include "model/gguf_random_model.hpp"
+#include "model/gguf_split.hpp"
 #include "model/gguf_recipe.hpp"
 #include "model/gguf_writer.hpp"
 #include "model/prefill_logits.hpp"
@@ -171,6 +172,35 @@ TEST_P(llama_cpp_architecture, matches_llama_cpp) {
 
 INSTANTIATE_TEST_SUITE_P(all, llama_cpp_architecture, testing::Values("llama", "qwen2", "qwen3", "qwen3moe", "qwen3moe_top2"),
                          [](const testing::TestParamInfo<std::string>& info) { return info.param; });
+
+// A split model as gguf_writer::write_splits writes it is one llama.cpp reads (from its first file) as the
+// same model: its logits equal llama.cpp's over the single file, and pagedserve's over the split files
+// match them as over any F32 file.
+TEST(llama_cpp_split, reads_the_split_files_as_one_model) {
+  const test::llama_library llama;
+  if (!llama.ok()) GTEST_SKIP() << llama.why();
+  const model_config c = architecture_of("qwen3").config;
+  gguf_writer w;
+  gguf_add_random_model(w, c, *gguf_recipe_parse("Q8_0"), 23);
+  gguf_add_synthetic_vocab(w, c.vocab_size);
+  const auto single = test::temp_file("split_reference.gguf");
+  ASSERT_TRUE(w.write(single).has_value());
+  auto first = w.write_splits(test::temp_file("split_reference").string(), 3);
+  ASSERT_TRUE(first.has_value()) << first.error();
+  const std::vector<std::vector<std::int32_t>> ids = {{1, 40, 300, 7, 99, 12, 250, 31, 64, 5}};
+  const auto whole = llama.logits(single, ids);
+  const auto split = llama.logits(*first, ids);
+  ASSERT_FALSE(whole.empty());
+  ASSERT_FALSE(split.empty()) << "llama.cpp could not read " << *first;
+  EXPECT_EQ(split, whole);
+  auto ours = gguf_model_load(*first, {.weights = weight_format::as_stored});
+  ASSERT_TRUE(ours.has_value()) << ours.error();
+  const double error = worst_error(**ours, *kernels::kernel_table_select(), ids, split);
+  std::printf("[ split Q8_0 qwen3 ] packed: max |logit - llama.cpp's| %.3g\n", error);
+  EXPECT_LE(error, 0.03);
+  std::filesystem::remove(single);
+  for (int s = 0; s < 3; ++s) std::filesystem::remove(gguf_split_path(test::temp_file("split_reference").string(), s, 3));
+}
 
 }  // namespace
 }  // namespace pagedserve

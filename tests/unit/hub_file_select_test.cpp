@@ -79,5 +79,30 @@ TEST(hub_files_select, gguf_without_tag) {
   EXPECT_FALSE(hub_files_select(listing({"config.json", "model.safetensors"}), {"o/m", "Q4_K_M"}));
 }
 
+// A large model's quantization in splits (llama.cpp's gguf-split names, often in a folder of its own):
+// every split is fetched and the first is the model path, as llama-server's -hf does.
+TEST(hub_files_select, gguf_splits_are_fetched_together) {
+  const auto files = listing({"README.md", "Q4_K_M/Big-Q4_K_M-00002-of-00003.gguf", "Q4_K_M/Big-Q4_K_M-00001-of-00003.gguf",
+                              "Q4_K_M/Big-Q4_K_M-00003-of-00003.gguf", "Big-Q8_0.gguf"});
+  auto s = hub_files_select(files, {"o/big", "Q4_K_M"});
+  ASSERT_TRUE(s) << s.error();
+  EXPECT_EQ(s->gguf, "Q4_K_M/Big-Q4_K_M-00001-of-00003.gguf");
+  EXPECT_EQ(names(*s), (std::vector<std::string>{"Q4_K_M/Big-Q4_K_M-00001-of-00003.gguf",
+                                                 "Q4_K_M/Big-Q4_K_M-00002-of-00003.gguf",
+                                                 "Q4_K_M/Big-Q4_K_M-00003-of-00003.gguf"}));
+  s = hub_files_select(files, {"o/big", ""});  // no tag: Q4_K_M, split too
+  ASSERT_TRUE(s) << s.error();
+  EXPECT_EQ(s->files.size(), 3u);
+  // A split missing from the listing is named; two split models under one tag stay ambiguous.
+  const auto gap = hub_files_select(listing({"B-Q4_K_M-00001-of-00003.gguf", "B-Q4_K_M-00003-of-00003.gguf"}), {"o/b", "Q4_K_M"});
+  ASSERT_FALSE(gap);
+  EXPECT_NE(gap.error().find("split 2 of 3 (B-Q4_K_M-00002-of-00003.gguf) is not in the repo"), std::string::npos) << gap.error();
+  const auto two = hub_files_select(listing({"A-Q4_K_M-00001-of-00002.gguf", "A-Q4_K_M-00002-of-00002.gguf",
+                                             "C-Q4_K_M-00001-of-00002.gguf", "C-Q4_K_M-00002-of-00002.gguf"}),
+                                    {"o/b", "Q4_K_M"});
+  ASSERT_FALSE(two);
+  EXPECT_NE(two.error().find("several"), std::string::npos) << two.error();
+}
+
 }  // namespace
 }  // namespace pagedserve
