@@ -18,6 +18,7 @@
 #include "llama_library.hpp"
 #include "model/gguf_model.hpp"
 #include "model/gguf_random_model.hpp"
+#include "model/gpt2_test_model.hpp"
 #include "model/gguf_split.hpp"
 #include "model/gguf_recipe.hpp"
 #include "model/gguf_writer.hpp"
@@ -104,10 +105,36 @@ INSTANTIATE_TEST_SUITE_P(all, llama_cpp_logits, testing::ValuesIn(test::llama_ft
 // softmax over every expert): with 2 of 8 a random router's second and third choices are often within
 // the quantized path's rounding of each other, so llama.cpp and pagedserve, each right, pick different
 // experts. Its top-2 choice is checked on the F32 file (qwen3moe_top2), where both compute the same router.
+// And gpt2 (LayerNorm, GELU, learned positions, fused q/k/v with biases) as convert_hf_to_gguf.py writes it
+// (gpt2_test_model.hpp).
 struct architecture_case {
   model_config config;
   bool quantized = true;  // also compare llama-quantize's Q8_0 and Q4_K_M files
 };
+
+// GPT-2 as the gpt2 tests shape it, wide enough for 256-weight K-quant blocks.
+test::gpt2_spec gpt2_spec_of(const model_config& c) {
+  test::gpt2_spec s;
+  s.name = "gpt2_llama_cpp";
+  s.dim = c.dim, s.layers = c.n_layers, s.heads = c.n_heads, s.vocab = c.vocab_size, s.positions = c.seq_len;
+  return s;
+}
+
+void write_f32_model(const std::string& name, const model_config& c, const std::filesystem::path& path) {
+  gguf_writer w;
+  if (name == "gpt2") {
+    const test::gpt2_spec s = gpt2_spec_of(c);
+    auto tensors = test::gpt2_random_tensors(s, dtype::f32, 19);
+    // The tied classifier scaled to the other models' logits (std ~0.3, not ~9), so the same absolute
+    // bounds mean the same relative agreement.
+    for (float& v : tensors.at("wte.weight").values) v *= 0.04f;
+    test::gguf_add_gpt2(w, s, tensors, gguf_tensor_type::f32);
+  } else {
+    gguf_add_random_model(w, c, *gguf_recipe_parse("F32"), 19);
+  }
+  gguf_add_synthetic_vocab(w, c.vocab_size);
+  ASSERT_TRUE(w.write(path).has_value());
+}
 
 architecture_case architecture_of(const std::string& name) {
   architecture_case a;
@@ -122,6 +149,7 @@ architecture_case architecture_of(const std::string& name) {
     c.n_experts = 8, c.n_experts_used = 8, c.expert_hidden_dim = 256, c.norm_topk_prob = true;
   }
   if (name == "qwen3moe_top2") c.n_experts_used = 2, a.quantized = false;
+  if (name == "gpt2") c.n_heads = 4, c.n_layers = 2, c.vocab_size = 320, c.seq_len = 64;
   return a;
 }
 
@@ -133,12 +161,7 @@ TEST_P(llama_cpp_architecture, matches_llama_cpp) {
   const architecture_case a = architecture_of(GetParam());
   const model_config& c = a.config;
   const auto f32_path = test::temp_file(GetParam() + "_random_f32.gguf");
-  {
-    gguf_writer w;
-    gguf_add_random_model(w, c, *gguf_recipe_parse("F32"), 19);
-    gguf_add_synthetic_vocab(w, c.vocab_size);
-    ASSERT_TRUE(w.write(f32_path).has_value());
-  }
+  write_f32_model(GetParam(), c, f32_path);
   std::vector<std::vector<std::int32_t>> ids;
   for (const int n : {8, 40}) {
     auto& p = ids.emplace_back(1, 1);
@@ -170,7 +193,7 @@ TEST_P(llama_cpp_architecture, matches_llama_cpp) {
   std::filesystem::remove(f32_path);
 }
 
-INSTANTIATE_TEST_SUITE_P(all, llama_cpp_architecture, testing::Values("llama", "qwen2", "qwen3", "qwen3moe", "qwen3moe_top2"),
+INSTANTIATE_TEST_SUITE_P(all, llama_cpp_architecture, testing::Values("llama", "qwen2", "qwen3", "qwen3moe", "qwen3moe_top2", "gpt2"),
                          [](const testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // A split model as gguf_writer::write_splits writes it is one llama.cpp reads (from its first file) as the
