@@ -98,7 +98,8 @@ INSTANTIATE_TEST_SUITE_P(all, llama_cpp_logits, testing::ValuesIn(test::llama_ft
                          });
 
 // The architectures the GGUF loader runs besides llama2.c-converted llamas, as gguf_add_random_model writes
-// them (N(0, 0.02) matrices, unit norms, a synthetic vocabulary llama.cpp loads): llama (GQA 4), qwen2
+// them (N(0, 0.02) matrices, unit norms, a synthetic vocabulary llama.cpp loads): llama (GQA 4; with
+// heads wider than dim / heads, as Mistral-Nemo's; with Llama 3.1's rope_freqs; with linear RoPE scaling), qwen2
 // (q/k/v biases), qwen3 (head_dim 64 apart from dim / heads, q/k norms, GQA 2), qwen3moe (8 experts, tied classifier). Logits
 // against llama.cpp's on the F32 file (exact path, 1e-3) and on the files llama-quantize makes of it
 // as Q8_0 and Q4_K_M (packed, 0.03). The MoE model's quantized files use all 8 experts (weights from a
@@ -132,6 +133,15 @@ void write_f32_model(const std::string& name, const model_config& c, const std::
   } else {
     gguf_add_random_model(w, c, *gguf_recipe_parse("F32"), 19);
   }
+  if (name == "llama_rope_freqs") {  // Llama 3.1's scaling as the converter precomputes it: one divisor a frequency
+    std::vector<float> factors(c.head_size() / 2);
+    for (std::size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + 7.0f * static_cast<float>(i) / factors.size();
+    w.add_tensor("rope_freqs.weight", {factors.size()}, dtype::f32, factors);
+  }
+  if (name == "llama_linear_rope") {
+    w.add_string("llama.rope.scaling.type", "linear");
+    w.add_f32("llama.rope.scaling.factor", 4.0f);
+  }
   gguf_add_synthetic_vocab(w, c.vocab_size);
   ASSERT_TRUE(w.write(path).has_value());
 }
@@ -139,9 +149,10 @@ void write_f32_model(const std::string& name, const model_config& c, const std::
 architecture_case architecture_of(const std::string& name) {
   architecture_case a;
   model_config& c = a.config;
-  c.architecture = name == "qwen3moe_top2" ? "qwen3moe" : name;
+  c.architecture = name == "qwen3moe_top2" ? "qwen3moe" : name.starts_with("llama") ? "llama" : name;
   c.dim = 256, c.hidden_dim = 768, c.n_layers = 4, c.n_heads = 8, c.n_kv_heads = 2, c.head_dim = 32;
   c.vocab_size = 512, c.seq_len = 512, c.shared_classifier = false, c.rope_theta = 10000.0f;
+  if (name == "llama_wide_heads") c.head_dim = 64;  // attention.key_length past dim / heads (Mistral-Nemo)
   if (name == "qwen2") c.rope_theta = 1000000.0f, c.shared_classifier = true;
   if (name == "qwen3") c.n_heads = 8, c.n_kv_heads = 4, c.head_dim = 64, c.rope_theta = 1000000.0f;
   if (c.architecture == "qwen3moe") {
@@ -193,7 +204,7 @@ TEST_P(llama_cpp_architecture, matches_llama_cpp) {
   std::filesystem::remove(f32_path);
 }
 
-INSTANTIATE_TEST_SUITE_P(all, llama_cpp_architecture, testing::Values("llama", "qwen2", "qwen3", "qwen3moe", "qwen3moe_top2", "gpt2"),
+INSTANTIATE_TEST_SUITE_P(all, llama_cpp_architecture, testing::Values("llama", "llama_wide_heads", "llama_rope_freqs", "llama_linear_rope", "qwen2", "qwen3", "qwen3moe", "qwen3moe_top2", "gpt2"),
                          [](const testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // A split model as gguf_writer::write_splits writes it is one llama.cpp reads (from its first file) as the
