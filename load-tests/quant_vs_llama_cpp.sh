@@ -14,7 +14,9 @@
 # $MODEL_DIR (default /work/models-scratch, never into git); a path is used as is.
 # Results: load-tests/results/quant_vs_llama_cpp-<UTC time>.{jsonl,md} (every measurement, the table).
 #
-# Knobs: ROUNDS (2), STREAMS (16), PROMPT_TOKENS (32), GEN_TOKENS (128), PEER_THREADS (2),
+# Also prompt processing (llama-bench's pp): one PREFILL_TOKENS-token prompt, llama.cpp's prompt eval
+# against the server's time to first token (the server's figure includes the request's round trip).
+# Knobs: ROUNDS (2), STREAMS (16), PROMPT_TOKENS (32), GEN_TOKENS (128), PREFILL_TOKENS (512; 0: skip), PEER_THREADS (2),
 # PEER_BATCH_WAIT_MS (0: how long llama_cpp_decode.mjs waits for every sequence's next
 # token before a batch goes out; 0 = node-llama-cpp's own schedule), SERVER_QUANTIZE (none: what `serve --quantize` gets), BENCH_FORMATS
 # (as_loaded|int8: the bench_decode weight formats), QUIET_IDLE (0.85) and QUIET_WAIT_S (60): before
@@ -37,6 +39,7 @@ rounds="${ROUNDS:-2}"
 streams="${STREAMS:-16}"
 prompt_tokens="${PROMPT_TOKENS:-32}"
 gen_tokens="${GEN_TOKENS:-128}"
+prefill_tokens="${PREFILL_TOKENS:-512}"
 peer_threads="${PEER_THREADS:-2}"
 peer_fa="${PEER_FLASH_ATTN:-on}"
 peer_batch_wait_ms="${PEER_BATCH_WAIT_MS:-0}"
@@ -115,6 +118,17 @@ peer_decode() {
     | node "$peer/collect.mjs" tag $(tags "$file" "$round") who=llama.cpp | tee -a "$run" | cut -c1-240
 }
 
+# llama.cpp's prompt eval of one $prefill_tokens-token prompt.
+peer_prefill() {
+  local file="$1" round="$2"
+  [ "$prefill_tokens" -gt 0 ] || return 0
+  wait_quiet
+  # shellcheck disable=SC2046
+  "${pin[@]}" node "$peer/llama_cpp_decode.mjs" --model "$path" --threads "$peer_threads" --flash-attn "$peer_fa" \
+    --prompt-tokens "$prefill_tokens" --gen-tokens 2 --sequences 1 --repeats 2 \
+    | node "$peer/collect.mjs" tag $(tags "$file" "$round") who=llama.cpp phase=prefill | tee -a "$run" | cut -c1-240
+}
+
 # pagedserve's engine on the file (bench_decode), `streams` sequences, every format in $bench_formats.
 engine_decode() {
   local file="$1" round="$2" sequences="$3" out="$scratch/bench-$1-$2-$3.json"
@@ -146,6 +160,17 @@ server_decode() {
   # shellcheck disable=SC2046
   [ -f "$out" ] && node "$peer/collect.mjs" loadgen "$out" $(tags "$file" "$round") who=pagedserve quantize="$server_quantize" \
     | tee -a "$run" | cut -c1-240
+  # One long prompt at a time, answered with one token: the server's prompt processing.
+  if [ "$prefill_tokens" -gt 0 ]; then
+    wait_quiet
+    "$loadgen" --target "ws://127.0.0.1:$port/v1/ws" --concurrency 1 --num-requests 3 \
+      --prompt-tokens "$prefill_tokens" --max-tokens 1 --ignore-eos --tokenizer "$tokenizer" \
+      --label "pagedserve $file prefill" --out "$out.prefill" > "$scratch/loadgen-$1-$2-prefill.txt" 2>&1 \
+      || { echo "loadgen (prefill) failed:" >&2; tail -5 "$scratch/loadgen-$1-$2-prefill.txt" >&2; }
+    # shellcheck disable=SC2046
+    [ -f "$out.prefill" ] && node "$peer/collect.mjs" loadgen "$out.prefill" $(tags "$file" "$round") who=pagedserve \
+      phase=prefill prompt_tokens="$prefill_tokens" | tee -a "$run" | cut -c1-240
+  fi
   local rss hwm kv
   rss="$(awk '/^VmRSS:/ { print $2 / 1024 }' "/proc/$server/status")"
   hwm="$(awk '/^VmHWM:/ { print $2 / 1024 }' "/proc/$server/status")"
@@ -171,7 +196,7 @@ if [ "$#" -eq 0 ]; then
   set -- tinyllama-Q4_K_M tinyllama-Q4_0 s110m-Q8_0 s110m-Q4_0 s110m-Q4_K_M s110m-Q5_K_M s110m-Q6_K s110m-IQ4_XS \
     s110m-F16 s110m-BF16 s110m-F32
 fi
-echo "run: $run (rounds $rounds, streams $streams, prompt $prompt_tokens, gen $gen_tokens, llama.cpp threads $peer_threads, fa $peer_fa, server --quantize $server_quantize, CPUs ${CPUS:-all})"
+echo "run: $run (rounds $rounds, streams $streams, prompt $prompt_tokens, gen $gen_tokens, prefill $prefill_tokens, llama.cpp threads $peer_threads, fa $peer_fa, server --quantize $server_quantize, CPUs ${CPUS:-all})"
 for name in "$@"; do
   path="$(model_path "$name")"
   [ -n "$path" ] || continue
@@ -180,6 +205,7 @@ for name in "$@"; do
   for round in $(seq 1 "$rounds"); do
     peer_decode "$file" "$round" 1
     engine_decode "$file" "$round" 1
+    peer_prefill "$file" "$round"
     peer_decode "$file" "$round" "$streams"
     engine_decode "$file" "$round" "$streams"
     server_decode "$file" "$round"

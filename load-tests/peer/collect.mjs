@@ -58,14 +58,19 @@ function table(path) {
   const rows = readFileSync(path, "utf8").split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
   const files = [...new Set(rows.map((r) => r.file))];
   const out = [];
-  out.push("| file | MB/token | BW GB/s | limit tok/s | llama.cpp 1 | pagedserve 1 (format) | ratio 1 | of limit (llama / ours) | ours at each run's own probe | ours paired: median (at top GB/s) | llama.cpp 16 | pagedserve engine 16 | server 16 decode (out) | ratio 16 (engine / server) | RSS MiB llama / ours | file + KV MiB |");
-  out.push("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+  out.push("| file | MB/token | BW GB/s | limit tok/s | llama.cpp 1 | pagedserve 1 (format) | ratio 1 | of limit (llama / ours) | ours at each run's own probe | ours paired: median (at top GB/s) | llama.cpp 16 | pagedserve engine 16 | server 16 decode (out) | ratio 16 (engine / server) | RSS MiB llama / ours | file + KV MiB | prefill tok/s llama / server (ratio) |");
+  out.push("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
   for (const f of files) {
     const r = rows.filter((x) => x.file === f);
     const load = r.find((x) => x.who === "llama.cpp" && x.kind === "load");
-    const llama = (s) => r.filter((x) => x.who === "llama.cpp" && x.kind === "decode" && x.sequences === s);
+    const decoding = r.filter((x) => x.phase !== "prefill"), prefill = r.filter((x) => x.phase === "prefill");
+    const llama = (s) => decoding.filter((x) => x.who === "llama.cpp" && x.kind === "decode" && x.sequences === s);
     const engine = (s) => r.filter((x) => x.kind === "bench_decode" && x.sequences === s);
-    const server = r.filter((x) => x.kind === "server");
+    const server = decoding.filter((x) => x.kind === "server");
+    // Prompt processing: llama.cpp's prompt eval, the server's prompt over its median time to first token.
+    const pLlama = best(prefill.filter((x) => x.who === "llama.cpp"), "prompt_tok_s");
+    const pOurs = best(prefill.filter((x) => x.kind === "server" && x.median_ttft_ms > 0)
+      .map((x) => ({ ...x, prompt_tok_s: (x.prompt_tokens * 1000) / x.median_ttft_ms })), "prompt_tok_s");
     const bw = best(r.filter((x) => x.kind === "bench_decode"), "bw_gbps");
     const bpt = load?.bytes_per_token;
     const limit = bw && bpt ? (bw * 1e9) / bpt : undefined;
@@ -89,7 +94,7 @@ function table(path) {
     const rssOurs = best(r.filter((x) => x.kind === "server_rss"), "rss_mib");
     const kv = r.find((x) => x.kind === "server_rss")?.kv_pool_mib;
     const fileMiB = load ? load.file_bytes / 1048576 : undefined;
-    out.push(`| ${f} | ${fmt(bpt / 1e6)} | ${fmt(bw)} | ${fmt(limit)} | ${fmt(l1)} | ${fmt(e1)} (${e1fmt ?? "–"}) | ${fmt(e1 / l1, 2)} | ${fmt(l1 / limit, 2)} / ${fmt(e1 / limit, 2)} | ${ownRange} | ${pairedText} | ${fmt(l16)} | ${fmt(e16)} | ${fmt(s16)} (${fmt(s16out)}) | ${fmt(e16 / l16, 2)} / ${fmt(s16 / l16, 2)} | ${fmt(rssLlama, 0)} / ${fmt(rssOurs, 0)} | ${fmt(fileMiB, 0)} + ${fmt(kv, 0)} |`);
+    out.push(`| ${f} | ${fmt(bpt / 1e6)} | ${fmt(bw)} | ${fmt(limit)} | ${fmt(l1)} | ${fmt(e1)} (${e1fmt ?? "–"}) | ${fmt(e1 / l1, 2)} | ${fmt(l1 / limit, 2)} / ${fmt(e1 / limit, 2)} | ${ownRange} | ${pairedText} | ${fmt(l16)} | ${fmt(e16)} | ${fmt(s16)} (${fmt(s16out)}) | ${fmt(e16 / l16, 2)} / ${fmt(s16 / l16, 2)} | ${fmt(rssLlama, 0)} / ${fmt(rssOurs, 0)} | ${fmt(fileMiB, 0)} + ${fmt(kv, 0)} | ${fmt(pLlama)} / ${fmt(pOurs)} (${fmt(pOurs / pLlama, 2)}) |`);
   }
   const idle = rows.filter((x) => x.idle !== undefined).map((x) => x.idle);
   const load1 = rows.filter((x) => x.load1 !== undefined).map((x) => x.load1);
