@@ -30,16 +30,62 @@ constexpr std::string_view spm_decoder =
     R"({"type":"Sequence","decoders":[{"type":"Replace","pattern":{"String":"\u2581"},"content":" "},)"
     R"({"type":"ByteFallback"},{"type":"Fuse"}]})";
 
-// Byte-level BPE ("gpt2"): the pre-tokenizer regex is what tokenizer.ggml.pre names.
-constexpr std::string_view qwen2_pre =
-    R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":)"
-    R"("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},)"
-    R"("behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"use_regex":false}]})";
-constexpr std::string_view llama3_pre =
-    R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":)"
-    R"("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},)"
-    R"("behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"use_regex":false}]})";
+// Byte-level BPE ("gpt2"): the pre-tokenizer is what tokenizer.ggml.pre names, the tokenizer.json
+// fragments of the models llama.cpp's converter gives each name (its hash of their tokenizer's output
+// decides the name), as llama.cpp itself reads them.
+#define PS_SPLIT(regex) R"({"type":"Split","pattern":{"Regex":")" regex R"("},"behavior":"Isolated","invert":false})"
+#define PS_BYTES_AFTER R"({"type":"ByteLevel","add_prefix_space":false,"use_regex":false})"
+#define PS_SEQUENCE(...) R"({"type":"Sequence","pretokenizers":[)" __VA_ARGS__ "]}"
+constexpr std::string_view qwen2_pre = PS_SEQUENCE(
+    PS_SPLIT(R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+)") "," PS_BYTES_AFTER);
+constexpr std::string_view llama3_pre = PS_SEQUENCE(
+    PS_SPLIT(R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+)") "," PS_BYTES_AFTER);
+// Mistral's Tekken (Mistral-Nemo, Mistral-Small 3): words split at case changes, single digits.
+constexpr std::string_view tekken_pre = PS_SEQUENCE(
+    PS_SPLIT(R"([^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+)") "," PS_BYTES_AFTER);
+// SmolLM: digits one by one, then GPT-2's split.
+constexpr std::string_view smollm_pre = PS_SEQUENCE(
+    PS_SPLIT(R"(\\p{N})") "," R"({"type":"ByteLevel","add_prefix_space":false,"use_regex":true})");
+// DeepSeek's Llama-architecture models (DeepSeek-LLM, DeepSeek-Coder): a chain of splits.
+constexpr std::string_view deepseek_coder_pre = PS_SEQUENCE(
+    PS_SPLIT(R"([\\r\\n])") "," PS_SPLIT(R"(\\s?\\p{L}+)") "," PS_SPLIT(R"(\\s?\\p{P}+)") ","
+    PS_SPLIT(R"([\\x{4E00}-\\x{9FA5}\\x{800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+)") "," PS_SPLIT(R"(\\p{N})") "," PS_BYTES_AFTER);
+// (Code points as \x{...}: the letters' class holds characters that text tools normalise into others.)
+constexpr std::string_view deepseek_llm_pre = PS_SEQUENCE(
+    PS_SPLIT(R"([\\r\\n])") ","
+    PS_SPLIT(R"(\\s?[A-Za-z\\x{B5}\\x{C0}-\\x{D6}\\x{D8}-\\x{F6}\\x{F8}-\\x{1BA}\\x{1BC}-\\x{1BF}\\x{1C4}-\\x{293}\\x{295}-\\x{2AF}\\x{370}-\\x{373}\\x{376}\\x{377}\\x{37B}-\\x{37D}\\x{37F}\\x{386}\\x{388}-\\x{38A}\\x{38C}\\x{38E}-\\x{3A1}\\x{3A3}-\\x{3F5}\\x{3F7}-\\x{481}\\x{48A}-\\x{52F}\\x{531}-\\x{556}\\x{10A0}-\\x{10C5}\\x{13A0}-\\x{13F5}\\x{13F8}-\\x{13FD}\\x{1C90}-\\x{1CBA}\\x{1CBD}-\\x{1CBF}\\x{1D00}-\\x{1D2B}\\x{1D6B}-\\x{1D77}\\x{1D79}-\\x{1D9A}\\x{1E00}-\\x{1F15}\\x{1F18}-\\x{1F1D}\\x{1F20}-\\x{1F45}\\x{1F48}-\\x{1F4D}\\x{1F50}-\\x{1F57}\\x{1F59}\\x{1F5B}\\x{1F5D}\\x{1F5F}-\\x{1F7D}\\x{1F80}-\\x{1FB4}\\x{1FB6}-\\x{1FBC}\\x{1FBE}\\x{1FC2}-\\x{1FC4}\\x{1FC6}-\\x{1FCC}\\x{1FD0}-\\x{1FD3}\\x{1FD6}-\\x{1FDB}\\x{1FE0}-\\x{1FEC}\\x{1FF2}-\\x{1FF4}\\x{1FF6}-\\x{1FFC}\\x{2102}\\x{2107}\\x{210A}-\\x{2113}\\x{2115}\\x{2119}-\\x{211D}\\x{2124}\\x{2126}\\x{2128}\\x{212A}-\\x{212D}\\x{212F}-\\x{2134}\\x{2139}\\x{213C}-\\x{213F}\\x{2145}-\\x{2149}\\x{214E}\\x{2183}\\x{2184}\\x{2C00}-\\x{2C7B}\\x{2C7E}-\\x{2CE4}\\x{2CEB}-\\x{2CEE}\\x{2CF2}\\x{2CF3}\\x{A640}-\\x{A66D}\\x{A680}-\\x{A69B}\\x{A722}-\\x{A76F}\\x{A771}-\\x{A787}\\x{A78B}-\\x{A78E}\\x{AB70}-\\x{ABBF}\\x{FB00}-\\x{FB06}\\x{FB13}-\\x{FB17}\\x{FF21}-\\x{FF3A}\\x{FF41}-\\x{FF5A}\\x{10400}-\\x{1044F}\\x{104B0}-\\x{104D3}\\x{104D8}-\\x{104FB}\\x{10C80}-\\x{10CB2}\\x{10CC0}-\\x{10CF2}\\x{118A0}-\\x{118DF}\\x{1E900}-\\x{1E943}]+)") ","
+    PS_SPLIT(R"(\\s?[!-/:-~\\x{FF01}-\\x{FF0F}\\x{FF1A}-\\x{FF5E}\\x{2018}-\\x{201F}\\x{3000}-\\x{3002}]+)") "," PS_SPLIT(R"(\\s+$)") "," PS_SPLIT(R"([\\x{4E00}-\\x{9FA5}\\x{800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+)") ","
+    PS_SPLIT(R"(\\p{N}+)") "," PS_BYTES_AFTER);
+#undef PS_SEQUENCE
+#undef PS_BYTES_AFTER
+#undef PS_SPLIT
 constexpr std::string_view gpt2_pre = R"({"type":"ByteLevel","add_prefix_space":false,"use_regex":true})";
+
+// What a tokenizer.ggml.pre name means for the byte-level BPE built from the file.
+struct bpe_pre {
+  std::string_view normalizer, pre_tokenizer;
+  bool ignore_merges = false;  // whole-word vocabulary entries win over merges (Llama 3, Tekken)
+  bool add_bos = false;        // BOS when the file does not say (tokenizer.ggml.add_bos_token)
+};
+std::optional<bpe_pre> bpe_pre_of(std::string_view name) {
+  const auto any = [&](std::initializer_list<std::string_view> names) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  if (name == "qwen2") return bpe_pre{R"({"type":"NFC"})", qwen2_pre};  // as Qwen's tokenizer.json
+  if (name == "deepseek-r1-qwen") return bpe_pre{"", qwen2_pre};
+  if (any({"llama-bpe", "llama3", "llama-v3", "falcon3", "pixtral"})) return bpe_pre{"", llama3_pre, true, true};
+  if (name == "smaug-bpe") return bpe_pre{"", llama3_pre};
+  if (name == "tekken") return bpe_pre{"", tekken_pre, true, true};
+  if (name == "smollm") return bpe_pre{"", smollm_pre};
+  if (name == "deepseek-coder") return bpe_pre{"", deepseek_coder_pre};
+  if (name == "deepseek-llm") return bpe_pre{"", deepseek_llm_pre};
+  // GPT-2's own ("gpt-2"; "gpt2" an older spelling) and models that kept it.
+  if (any({"gpt-2", "gpt2", "phi-2"})) return bpe_pre{"", gpt2_pre};
+  return std::nullopt;
+}
+constexpr std::string_view bpe_pre_names =
+    "qwen2, deepseek-r1-qwen, llama-bpe, llama3, llama-v3, falcon3, pixtral, smaug-bpe, tekken, smollm, "
+    "deepseek-coder, deepseek-llm, gpt-2, gpt2, phi-2";
 constexpr std::string_view byte_level_decoder = R"({"type":"ByteLevel"})";
 
 // One pipeline stage built from its tokenizer.json description (parsed once, here).
@@ -167,6 +213,7 @@ result<std::unique_ptr<tokenizer>> build(const gguf_file& f) {
 
   hf::bpe_model::options o;
   std::string_view normalizer_json, pre_json, decoder_json;
+  bool bpe_add_bos = false;
   std::vector<std::pair<std::string_view, std::string_view>> merges;
   std::vector<std::string_view> merge_lines;
   if (spm) {
@@ -187,17 +234,20 @@ result<std::unique_ptr<tokenizer>> build(const gguf_file& f) {
     if (!error.empty()) return std::unexpected("tokenizer.ggml.merges: " + error);
     o.byte_level = true;
     decoder_json = byte_level_decoder;
-    if (pre == "qwen2") {
-      normalizer_json = R"({"type":"NFC"})";
-      pre_json = qwen2_pre;
-    } else if (pre == "llama-bpe" || pre == "llama3") {
-      pre_json = llama3_pre;
-      o.ignore_merges = true;  // as Llama 3's tokenizer.json (and llama.cpp for this pre-tokenizer)
-    } else {
-      // llama.cpp's converter names GPT-2's own pre-tokenizer "gpt-2"; "default" and "gpt2" are older spellings.
-      if (pre != "default" && pre != "gpt2" && pre != "gpt-2")
-        spdlog::warn("{}: tokenizer.ggml.pre '{}' is not known here; using GPT-2's pre-tokenizer", f.name(), pre);
+    if (pre == "default") {
+      // No name (converters before the field, or a tokenizer the converter did not recognise): GPT-2's
+      // split, the nearest there is, as llama.cpp falls back to a generic one with the same warning.
+      spdlog::warn("{}: no tokenizer.ggml.pre names this vocabulary's pre-tokenizer; using GPT-2's", f.name());
       pre_json = gpt2_pre;
+    } else {
+      const std::optional<bpe_pre> known = bpe_pre_of(pre);
+      if (!known)
+        return std::unexpected("tokenizer.ggml.pre '" + std::string(pre) + "' is not supported (supported: " +
+                               std::string(bpe_pre_names) + "): its text would be split unlike the model's");
+      normalizer_json = known->normalizer;
+      pre_json = known->pre_tokenizer;
+      o.ignore_merges = known->ignore_merges;
+      bpe_add_bos = known->add_bos;
     }
   }
 
@@ -214,7 +264,7 @@ result<std::unique_ptr<tokenizer>> build(const gguf_file& f) {
   s.bos = optional_id(f, "tokenizer.ggml.bos_token_id", n);
   s.eos = optional_id(f, "tokenizer.ggml.eos_token_id", n);
   // llama.cpp's defaults when the file does not say: SentencePiece and Llama 3 add BOS, GPT-2 BPE does not.
-  s.add_bos = optional_bool(f, "tokenizer.ggml.add_bos_token", spm || pre == "llama-bpe" || pre == "llama3");
+  s.add_bos = optional_bool(f, "tokenizer.ggml.add_bos_token", spm || bpe_add_bos);
   s.cleanup = optional_bool(f, "tokenizer.ggml.clean_spaces", false);
   hf::post_processor post;
   if (s.add_bos && s.bos >= 0) post.prefix.push_back(s.bos);

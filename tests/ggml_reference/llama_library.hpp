@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -61,6 +62,7 @@ class llama_library {
     bind(logits_ith_, "llama_get_logits_ith");
     bind(model_vocab_, "llama_model_get_vocab");
     bind(vocab_size_, "llama_vocab_n_tokens");
+    bind(tokenize_, "llama_tokenize");
     void (*backend_init)() = nullptr;
     void (*log_set)(void (*)(int, const char*, void*), void*) = nullptr;
     void (*load_backends)(const char*) = nullptr;
@@ -94,6 +96,32 @@ class llama_library {
     std::memcpy(params.bytes + 4, &ftype, 4);
     params.bytes[16] = static_cast<std::byte>(allow_requantize);
     return quantize_(in.c_str(), out.c_str(), &params) == 0;
+  }
+
+  // llama.cpp's tokens of each text (no BOS, special tokens as text), from the vocabulary of a GGUF file
+  // (loaded vocab_only). Empty where it cannot load the vocabulary.
+  std::vector<std::vector<std::int32_t>> tokenize(const std::filesystem::path& gguf,
+                                                  const std::vector<std::string>& texts) const {
+    std::vector<std::vector<std::int32_t>> out;
+    by_value model_params;
+    model_defaults_(&model_params);
+    model_params.bytes[model_vocab_only_at] = std::byte{1};
+    void* model = load_model_(gguf.c_str(), model_params);
+    if (!model) return out;
+    const void* vocab = model_vocab_(model);
+    for (const std::string& text : texts) {
+      std::vector<std::int32_t> ids(text.size() + 8);
+      std::int32_t n = tokenize_(vocab, text.data(), static_cast<std::int32_t>(text.size()), ids.data(),
+                                 static_cast<std::int32_t>(ids.size()), false, false);
+      if (n < 0) {
+        ids.resize(static_cast<std::size_t>(-n));
+        n = tokenize_(vocab, text.data(), static_cast<std::int32_t>(text.size()), ids.data(), -n, false, false);
+      }
+      ids.resize(static_cast<std::size_t>(std::max(n, 0)));
+      out.push_back(std::move(ids));
+    }
+    free_model_(model);
+    return out;
   }
 
   // llama.cpp's logits after every position of each prompt, teacher forced, one prompt per fresh
@@ -155,6 +183,9 @@ class llama_library {
   // n_outputs_max, n_outputs_max_per_seq (u32), then n_threads, n_threads_batch (i32), ctx_type,
   // rope_scaling_type, pooling_type, attention_type, flash_attn_type.
   static constexpr std::size_t context_threads_at = 28, context_flash_attn_at = 52;
+  // llama_model_params: devices, tensor_buft_overrides, n_gpu_layers .. kv_overrides, then the booleans
+  // vocab_only, check_tensors, use_extra_bufts.
+  static constexpr std::size_t model_vocab_only_at = 72;
 
   template <class F>
   void bind(F& f, const char* name) {
@@ -174,6 +205,10 @@ class llama_library {
     for (std::size_t i = 0; i < std::size(want); ++i)
       if (i32_at(c, 4 * i) != want[i]) why_ = "libllama's llama_context_params is not the layout this test writes";
     if (i32_at(c, context_flash_attn_at) != -1) why_ = "libllama's flash_attn_type is not where this test writes it";
+    by_value m;
+    model_defaults_(&m);
+    if (i32_at(m, 16) != -1 || m.bytes[model_vocab_only_at] != std::byte{0} || m.bytes[model_vocab_only_at + 2] != std::byte{1})
+      why_ = "libllama's llama_model_params is not the layout this test writes";
     by_value q;
     quantize_defaults_(&q);
     if (i32_at(q, 4) != 7 || i32_at(q, 8) != i32_at(q, 12) || q.bytes[16] != std::byte{0} || q.bytes[17] != std::byte{1})
@@ -196,6 +231,7 @@ class llama_library {
   float* (*logits_ith_)(void*, std::int32_t) = nullptr;
   const void* (*model_vocab_)(const void*) = nullptr;
   std::int32_t (*vocab_size_)(const void*) = nullptr;
+  std::int32_t (*tokenize_)(const void*, const char*, std::int32_t, std::int32_t*, std::int32_t, bool, bool) = nullptr;
 };
 
 }  // namespace pagedserve::test
