@@ -3,12 +3,13 @@
 // 256 byte symbols, then a merge for every pair of ASCII symbols and of an ASCII letter or space with a
 // byte of a multi-byte character, so wherever a pre-tokenizer puts a boundary the tokens show it: the
 // same ids from both mean the same splits of letters, case changes, digits, punctuation, whitespace,
-// newlines, accents and CJK text.
+// newlines, accents and CJK text. And a SentencePiece vocabulary, tok512's.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
+#include "e2e/stories_gguf.hpp"
 #include "llama_library.hpp"
 #include "model/gguf_random_model.hpp"
 #include "model/gguf_recipe.hpp"
@@ -133,6 +134,26 @@ TEST(gguf_tokenizer_pre, an_unknown_name_is_refused) {
   auto ours = gguf_tokenizer_from(*file);
   ASSERT_FALSE(ours.has_value());
   EXPECT_NE(ours.error().find("tokenizer.ggml.pre 'some-new-model' is not supported"), std::string::npos) << ours.error();
+  std::filesystem::remove(path);
+}
+
+// A SentencePiece ("llama") vocabulary, stories260K's tok512 (scores, byte fallback) as the llama2.c
+// model's GGUF carries it: the same tokens as llama.cpp's own SentencePiece tokenizer.
+TEST(llama_cpp_tokenize_spm, gives_llama_cpps_tokens) {
+  const test::llama_library llama;
+  if (!llama.ok()) GTEST_SKIP() << llama.why();
+  PAGEDSERVE_REQUIRE_DATA(e2e::model_path());
+  const auto path = e2e::write_stories_gguf();
+  const auto theirs = llama.tokenize(path, texts);
+  ASSERT_EQ(theirs.size(), texts.size()) << "llama.cpp could not load " << path;
+  auto file = gguf_file::open(path);
+  ASSERT_TRUE(file.has_value()) << file.error();
+  auto ours = gguf_tokenizer_from(*file);
+  ASSERT_TRUE(ours.has_value()) << ours.error();
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    SCOPED_TRACE("text: " + texts[i]);
+    EXPECT_EQ((*ours)->encode(texts[i], false), theirs[i]);
+  }
   std::filesystem::remove(path);
 }
 
