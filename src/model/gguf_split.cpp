@@ -42,9 +42,9 @@ std::optional<gguf_split_name> gguf_split_name_parse(std::string_view path) {
   if (!path.ends_with(ext)) return std::nullopt;
   std::string_view stem = path.substr(0, path.size() - ext.size());
   const std::size_t of_at = stem.rfind(of);
-  if (of_at == std::string_view::npos) return std::nullopt;
-  const std::size_t dash = stem.rfind('-', of_at - (of_at > 0 ? 1 : 0));
-  if (of_at == 0 || dash == std::string_view::npos) return std::nullopt;
+  if (of_at == std::string_view::npos || of_at == 0) return std::nullopt;
+  const std::size_t dash = stem.rfind('-', of_at - 1);
+  if (dash == std::string_view::npos) return std::nullopt;
   const auto split = split_number(stem.substr(dash + 1, of_at - dash - 1));
   const auto count = split_number(stem.substr(of_at + of.size()));
   if (!split || !count || *split < 1 || *split > *count) return std::nullopt;
