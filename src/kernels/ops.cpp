@@ -496,9 +496,12 @@ class attention_items {
     for (const query_tile& tile : tiles_) total += tile_work(tile);
     const std::int64_t n_target = items_per_thread * tbb::this_task_arena::max_concurrency();
     for (int t = 0; t < static_cast<int>(tiles_.size()); ++t) {
-      // GQA items already read their group once for several rows: one kv head each.
+      // Items that already read their group once for several rows take one kv head each: GQA's (a kv
+      // head's query heads) and a prefill tile's (its tokens), on the rows kernel, which shares each K/V
+      // load among them; MHA decode tiles (one token) are cut by work instead.
       const std::int64_t share = (tile_work(tiles_[t]) * n_target + total - 1) / total;
-      const int parts = group_ == 1 ? static_cast<int>(std::clamp<std::int64_t>(share, 1, n_kv_heads_)) : n_kv_heads_;
+      const bool rows_share_loads = group_ > 1 || tiles_[t].n_tokens > 1;
+      const int parts = rows_share_loads ? n_kv_heads_ : static_cast<int>(std::clamp<std::int64_t>(share, 1, n_kv_heads_));
       const int heads = (n_kv_heads_ + parts - 1) / parts;
       max_heads_per_item_ = std::max(max_heads_per_item_, heads);
       for (int h = 0; h < n_kv_heads_; h += heads) items_.push_back({t, h, std::min(heads, n_kv_heads_ - h)});

@@ -86,6 +86,50 @@ TEST_P(paged_attention_heads_items_test, unequal_lengths_give_the_same_bits) {
   expect_same_bits_for_any_items(*GetParam(), {20, 35, 20, 17, 20, 20, 1200});
 }
 
+// A prefill chunk of one MHA sequence (tokens of tiles of up to 8, attended one kv head per item on the
+// rows kernel, which shares each K/V load among a tile's tokens) gives every token the bits it gets
+// decoded alone (one token, its heads cut by work), on any thread count.
+TEST_P(paged_attention_heads_items_test, a_prefill_chunk_gives_each_token_its_decode_bits) {
+  const kernel_table& kt = *GetParam();
+  for (dtype type : {dtype::f32, dtype::f16, dtype::i8}) {
+    SCOPED_TRACE(std::string(dtype_name(type)));
+    constexpr int head_size = 64, len = 150, chunk = 21;  // the chunk: positions 129..149, tiles 8 + 8 + 5
+    const int dim = n_heads * head_size;
+    std::mt19937 rng(9);
+    kv_cache cache(1, (len + block_size - 1) / block_size, block_size, n_heads, head_size, type);
+    std::vector<std::int32_t> table(cache.n_blocks());
+    std::iota(table.begin(), table.end(), 0);
+    std::shuffle(table.begin(), table.end(), rng);
+    for (int p = 0; p < len; ++p) {
+      const auto k = random_vector(dim, rng, -2.0f, 2.0f), v = random_vector(dim, rng);
+      cache.store(*kernel_table_select(), 0, table[p / block_size] * block_size + p % block_size, k.data(), v.data());
+    }
+    const auto q = random_vector(static_cast<std::size_t>(chunk) * dim, rng, -2.0f, 2.0f);
+    const std::int32_t offset = 0;
+    auto run = [&](int n_threads, int first, int n_tokens) {
+      std::vector<std::int32_t> seq_of(n_tokens, 0), pos_of;
+      for (int t = 0; t < n_tokens; ++t) pos_of.push_back(len - chunk + first + t);
+      const attention_batch batch{seq_of.data(), pos_of.data(), table.data(), &offset, n_tokens, len};
+      std::vector<float> out(static_cast<std::size_t>(n_tokens) * dim, -7.0f);
+      tbb::task_arena(n_threads).execute([&] {
+        ops::paged_attention(kt, out.data(), q.data() + static_cast<std::size_t>(first) * dim, cache.layer(0), batch,
+                             n_heads, n_heads, head_size);
+      });
+      return out;
+    };
+    const auto chunked = run(2, 0, chunk);
+    EXPECT_EQ(run(1, 0, chunk), chunked);
+    EXPECT_EQ(run(3, 0, chunk), chunked);
+    for (int t = 0; t < chunk; ++t)
+      for (int n_threads : {1, 2}) {
+        const auto alone = run(n_threads, t, 1);
+        ASSERT_EQ(alone, std::vector<float>(chunked.begin() + static_cast<std::ptrdiff_t>(t) * dim,
+                                            chunked.begin() + static_cast<std::ptrdiff_t>(t + 1) * dim))
+            << "token " << t << " on " << n_threads << " threads";
+      }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(all_isas, paged_attention_heads_items_test, testing::ValuesIn(supported_tables()),
                          [](const testing::TestParamInfo<const kernel_table*>& info) { return std::string(isa_name(info.param->which)); });
 
