@@ -414,8 +414,9 @@ void kv_item_runs(kv_prefetch_stream& stream, const paged_kv_layer& kv, const st
 namespace {
 
 // One paged_attention call's work items, (tile of up to 8 tokens of one sequence, kv heads), and what
-// attending them reads and writes. With GQA an item has one kv head (its rows share the group). With MHA
-// a tile's kv heads are cut into as many items as its share of the step's work (keys times tokens) is
+// attending them reads and writes. With GQA, and for a tile of several tokens (prefill), an item has one
+// kv head (its rows share the group's loads). An MHA tile of one token has its kv heads cut into as many
+// items as its share of the step's work (keys times tokens) is
 // of items_per_thread items per thread: at batch 1 on two threads four items of three heads; from a few
 // equal sequences on one item a sequence; beside short sequences a long one is still cut, so no thread
 // is left its whole length (one of 2000 keys beside seven of 20). An item's heads are walked 16 keys at
