@@ -21,6 +21,9 @@ done
 # Another folder, and the build tree out of reach: the copy must find its data from its own path.
 mkdir "$work/elsewhere"
 cd "$work/elsewhere"
+# The log exists before the server starts: its redirection happens in the background child, after the
+# loop below may already read the file.
+: >"$work/server.log"
 "$work/prefix/bin/pagedserve" serve --host 127.0.0.1 --port 0 2>"$work/server.log" &
 server_pid=$!
 scale=${PAGEDSERVE_TEST_TIME_SCALE:-1}
