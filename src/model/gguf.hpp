@@ -95,6 +95,8 @@ class gguf_file {
   std::expected<std::vector<std::int64_t>, std::string> get_ints(std::string_view key) const;
 
  private:
+  // One file mapped and parsed, whatever its split keys say.
+  static std::expected<gguf_file, std::string> open_one(const std::filesystem::path& path);
   // Reads splits 2..n of the split model this file is the first of (gguf_split.cpp).
   std::expected<void, std::string> join_splits(const std::filesystem::path& path);
 

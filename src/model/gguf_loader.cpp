@@ -322,7 +322,6 @@ void read_generation(const gguf_file& f, generation_defaults& g) {
 
 namespace {
 
-// The bytes of the file's tensors, from the first to the end of the last.
 // The weights are used in place: read their pages in now rather than one fault at a time while serving.
 void prefault_tensors(const gguf_file& file) {
   std::size_t total = 0;

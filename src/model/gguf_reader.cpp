@@ -240,12 +240,16 @@ std::uint64_t gguf_tensor_info::n_elements() const {
   return n;
 }
 
-std::expected<gguf_file, std::string> gguf_file::open(const std::filesystem::path& path) {
+std::expected<gguf_file, std::string> gguf_file::open_one(const std::filesystem::path& path) {
   auto mapped = mapped_file::open(path);
   if (!mapped) return std::unexpected(mapped.error());
   auto owner = std::make_shared<mapped_file>(std::move(*mapped));
   const auto bytes = owner->bytes();
-  auto file = parse(bytes, std::move(owner), path.string());
+  return parse(bytes, std::move(owner), path.string());
+}
+
+std::expected<gguf_file, std::string> gguf_file::open(const std::filesystem::path& path) {
+  auto file = open_one(path);
   if (file && file->find(gguf_split_count_key)) {
     if (auto joined = file->join_splits(path); !joined) return std::unexpected(joined.error());
   }

@@ -89,14 +89,10 @@ std::expected<void, std::string> gguf_file::join_splits(const std::filesystem::p
     if (!std::filesystem::is_regular_file(split_path, absent))
       return std::unexpected(name_ + ": split " + std::to_string(s + 1) + " of " + std::to_string(n) + " (" +
                              split_path.string() + ") is missing");
-    auto mapped = mapped_file::open(split_path);
-    if (!mapped) return std::unexpected(mapped.error());
-    auto owner = std::make_shared<mapped_file>(std::move(*mapped));
-    const auto bytes = owner->bytes();
-    auto split = parse(bytes, owner, split_path.string());
+    auto split = open_one(split_path);
     if (!split) return std::unexpected(split.error());
     if (auto ok = check_split_keys(*split, s, n); !ok) return ok;
-    storages.push_back(std::move(owner));
+    storages.push_back(split->keep_);
     others.push_back(std::move(*split));
   }
   for (gguf_file& other : others) {
