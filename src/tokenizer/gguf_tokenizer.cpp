@@ -67,25 +67,34 @@ struct bpe_pre {
   bool ignore_merges = false;  // whole-word vocabulary entries win over merges (Llama 3, Tekken)
   bool add_bos = false;        // BOS when the file does not say (tokenizer.ggml.add_bos_token)
 };
+// Every name read here, aliases included.
+const std::vector<std::pair<std::string_view, bpe_pre>>& bpe_pres() {
+  static const std::vector<std::pair<std::string_view, bpe_pre>> table = [] {
+    const bpe_pre llama3{"", llama3_pre, true, true}, gpt2{"", gpt2_pre};
+    return std::vector<std::pair<std::string_view, bpe_pre>>{
+        {"qwen2", {R"({"type":"NFC"})", qwen2_pre}},  // as Qwen's tokenizer.json
+        {"deepseek-r1-qwen", {"", qwen2_pre}},
+        {"llama-bpe", llama3}, {"llama3", llama3}, {"llama-v3", llama3}, {"falcon3", llama3}, {"pixtral", llama3},
+        {"smaug-bpe", {"", llama3_pre}},
+        {"tekken", {"", tekken_pre, true, true}},
+        {"smollm", {"", smollm_pre}},
+        {"deepseek-coder", {"", deepseek_coder_pre}},
+        {"deepseek-llm", {"", deepseek_llm_pre}},
+        // GPT-2's own ("gpt-2"; "gpt2" an older spelling) and models that kept it.
+        {"gpt-2", gpt2}, {"gpt2", gpt2}, {"phi-2", gpt2}};
+  }();
+  return table;
+}
 std::optional<bpe_pre> bpe_pre_of(std::string_view name) {
-  const auto any = [&](std::initializer_list<std::string_view> names) {
-    return std::find(names.begin(), names.end(), name) != names.end();
-  };
-  if (name == "qwen2") return bpe_pre{R"({"type":"NFC"})", qwen2_pre};  // as Qwen's tokenizer.json
-  if (name == "deepseek-r1-qwen") return bpe_pre{"", qwen2_pre};
-  if (any({"llama-bpe", "llama3", "llama-v3", "falcon3", "pixtral"})) return bpe_pre{"", llama3_pre, true, true};
-  if (name == "smaug-bpe") return bpe_pre{"", llama3_pre};
-  if (name == "tekken") return bpe_pre{"", tekken_pre, true, true};
-  if (name == "smollm") return bpe_pre{"", smollm_pre};
-  if (name == "deepseek-coder") return bpe_pre{"", deepseek_coder_pre};
-  if (name == "deepseek-llm") return bpe_pre{"", deepseek_llm_pre};
-  // GPT-2's own ("gpt-2"; "gpt2" an older spelling) and models that kept it.
-  if (any({"gpt-2", "gpt2", "phi-2"})) return bpe_pre{"", gpt2_pre};
+  for (const auto& [known, pre] : bpe_pres())
+    if (known == name) return pre;
   return std::nullopt;
 }
-constexpr std::string_view bpe_pre_names =
-    "qwen2, deepseek-r1-qwen, llama-bpe, llama3, llama-v3, falcon3, pixtral, smaug-bpe, tekken, smollm, "
-    "deepseek-coder, deepseek-llm, gpt-2, gpt2, phi-2";
+std::string bpe_pre_names() {
+  std::string out;
+  for (const auto& [known, pre] : bpe_pres()) out += (out.empty() ? "" : ", ") + std::string(known);
+  return out;
+}
 constexpr std::string_view byte_level_decoder = R"({"type":"ByteLevel"})";
 
 // One pipeline stage built from its tokenizer.json description (parsed once, here).
@@ -243,7 +252,7 @@ result<std::unique_ptr<tokenizer>> build(const gguf_file& f) {
       const std::optional<bpe_pre> known = bpe_pre_of(pre);
       if (!known)
         return std::unexpected("tokenizer.ggml.pre '" + std::string(pre) + "' is not supported (supported: " +
-                               std::string(bpe_pre_names) + "): its text would be split unlike the model's");
+                               bpe_pre_names() + "): its text would be split unlike the model's");
       normalizer_json = known->normalizer;
       pre_json = known->pre_tokenizer;
       o.ignore_merges = known->ignore_merges;
