@@ -95,14 +95,10 @@ const std::vector<std::string> texts = {
 // llama.cpp does not: for qwen2 that form is what llama.cpp is asked to split.
 const std::string greek_nfc = "\xce\xa9\xce\xbc\xce\xad\xce\xb3\xce\xb1 \xcf\x8e K\xce\xa9 \xef\xbc\xa1\xef\xbc\xa2\xef\xbc\x81";
 
-class llama_cpp_tokenize : public testing::TestWithParam<std::string> {};
-
-TEST_P(llama_cpp_tokenize, gives_llama_cpps_tokens) {
-  const test::llama_library llama;
-  if (!llama.ok()) GTEST_SKIP() << llama.why();
-  const auto path = write_vocab(GetParam());
-  std::vector<std::string> asked = texts;
-  if (GetParam() == "qwen2") asked.back() = greek_nfc;
+// Our tokens of each of `texts` from the GGUF file's vocabulary equal llama.cpp's of `asked` (the same
+// texts, but for a form llama.cpp must be given instead).
+void expect_llama_cpps_tokens(const test::llama_library& llama, const std::filesystem::path& path,
+                              const std::vector<std::string>& asked) {
   const auto theirs = llama.tokenize(path, asked);
   ASSERT_EQ(theirs.size(), texts.size()) << "llama.cpp could not load " << path;
   auto file = gguf_file::open(path);
@@ -113,6 +109,17 @@ TEST_P(llama_cpp_tokenize, gives_llama_cpps_tokens) {
     SCOPED_TRACE("text: " + texts[i]);
     EXPECT_EQ((*ours)->encode(texts[i], false), theirs[i]);
   }
+}
+
+class llama_cpp_tokenize : public testing::TestWithParam<std::string> {};
+
+TEST_P(llama_cpp_tokenize, gives_llama_cpps_tokens) {
+  const test::llama_library llama;
+  if (!llama.ok()) GTEST_SKIP() << llama.why();
+  const auto path = write_vocab(GetParam());
+  std::vector<std::string> asked = texts;
+  if (GetParam() == "qwen2") asked.back() = greek_nfc;
+  expect_llama_cpps_tokens(llama, path, asked);
   std::filesystem::remove(path);
 }
 
@@ -144,16 +151,7 @@ TEST(llama_cpp_tokenize_spm, gives_llama_cpps_tokens) {
   if (!llama.ok()) GTEST_SKIP() << llama.why();
   PAGEDSERVE_REQUIRE_DATA(e2e::model_path());
   const auto path = e2e::write_stories_gguf();
-  const auto theirs = llama.tokenize(path, texts);
-  ASSERT_EQ(theirs.size(), texts.size()) << "llama.cpp could not load " << path;
-  auto file = gguf_file::open(path);
-  ASSERT_TRUE(file.has_value()) << file.error();
-  auto ours = gguf_tokenizer_from(*file);
-  ASSERT_TRUE(ours.has_value()) << ours.error();
-  for (std::size_t i = 0; i < texts.size(); ++i) {
-    SCOPED_TRACE("text: " + texts[i]);
-    EXPECT_EQ((*ours)->encode(texts[i], false), theirs[i]);
-  }
+  expect_llama_cpps_tokens(llama, path, texts);
   std::filesystem::remove(path);
 }
 
