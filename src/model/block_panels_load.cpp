@@ -2,6 +2,7 @@
 #include "model/block_panels_load.hpp"
 
 #include <spdlog/spdlog.h>
+#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <cstring>
@@ -77,24 +78,31 @@ void model_pack_block_panels(model& m, std::span<const std::span<const std::byte
   std::size_t total = 0;
   for (const weight* w : matrices) total += (copy_bytes(w) + line - 1) / line * line;
   std::shared_ptr<std::byte> buffer = huge_page_buffer(total);
+  std::vector<std::byte*> places;  // each matrix's start in the buffer
   std::byte* next = buffer.get();
   int n_packed = 0;
   std::size_t bytes = 0, packed_bytes = 0;
-  for (weight* w : matrices) {
+  for (const weight* w : matrices) {
     const std::size_t n = copy_bytes(w);
-    const std::span<const std::byte> stored(static_cast<const std::byte*>(w->data), w->n_bytes());
-    if (block_panels_here(w->type)) {
-      block_panels_pack(next, stored.data(), w->type, w->rows, w->cols);
-      w->panel_rows = block_panel_rows;
-      ++n_packed, packed_bytes += n;
-    } else {
-      std::memcpy(next, stored.data(), n);
-    }
-    if (in_file(w)) release_pages(stored);
-    w->data = next;
+    places.push_back(next);
     bytes += n;
+    if (block_panels_here(w->type)) ++n_packed, packed_bytes += n;
     next += (n + line - 1) / line * line;
   }
+  // Matrices on every core: most of a load's time here is the kernel zeroing the fresh huge pages
+  // their first touch faults in, which then runs on every core too.
+  tbb::parallel_for(std::size_t{0}, matrices.size(), [&](std::size_t i) {
+    weight* w = matrices[i];
+    const std::span<const std::byte> stored(static_cast<const std::byte*>(w->data), w->n_bytes());
+    if (block_panels_here(w->type)) {
+      block_panels_pack(places[i], stored.data(), w->type, w->rows, w->cols);
+      w->panel_rows = block_panel_rows;
+    } else {
+      std::memcpy(places[i], stored.data(), stored.size());
+    }
+    if (in_file(w)) release_pages(stored);
+    w->data = places[i];
+  });
   if (tied) m.token_embedding = m.classifier;  // its lookups gather rows from the copy (panels or rows)
   m.owned_bytes += bytes;
   m.storage.push_back(std::move(buffer));
