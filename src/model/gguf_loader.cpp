@@ -1,6 +1,7 @@
 // Builds a model from a GGUF file: `<arch>.*` metadata gives the shape, llama.cpp's tensor names
 // (token_embd, blk.N.attn_q, ...) give the weights, each checked against the shape it must have.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include <spdlog/spdlog.h>
@@ -43,6 +44,52 @@ std::expected<int, std::string> dim_of(const gguf_file& f, const std::string& ke
 
 std::expected<int, std::string> dim_or(const gguf_file& f, const std::string& key, int fallback) {
   return f.find(key) ? dim_of(f, key) : std::expected<int, std::string>(fallback);
+}
+
+std::expected<double, std::string> number_or(const gguf_file& f, const std::string& key, double fallback) {
+  return f.find(key) ? f.get_float(key) : std::expected<double, std::string>(fallback);
+}
+
+// {arch}.rope.scaling.*, as convert_hf_to_gguf.py writes HF's rope_scaling: linear (positions /
+// factor) or YaRN (Qwen's long-context files): the ramp between beta_fast and beta_slow rotations over
+// original_context_length (llama.cpp's default: the context length), cos / sin scaled by HF's
+// attention_factor (yarn_attn_factor), else 0.1 ln(factor) + 1 (over the same with
+// yarn_log_multiplier, HF's mscale_all_dim), times attn_factor as llama.cpp applies it. (llama.cpp
+// ignores yarn_attn_factor on Llama/Qwen files; HF's definition of the model wins here.)
+std::expected<void, std::string> read_rope_scaling(const gguf_file& f, const std::string& p, model_config& c) {
+  auto fail = [&](const std::string& what) { return std::unexpected(f.name() + ": " + p + "rope.scaling." + what); };
+  if (!f.find(p + "rope.scaling.type")) return {};
+  std::string_view type;
+  PS_TRY(type, f.get_string(p + "rope.scaling.type"));
+  if (type == "none") return {};
+  if (type != "linear" && type != "yarn") return fail("type '" + std::string(type) + "' is not supported (none, linear, yarn)");
+  double factor = 0.0;
+  PS_TRY(factor, f.get_float(p + "rope.scaling.factor"));
+  if (!(factor > 0.0)) return fail("factor must be positive");
+  rope_scaling_config& s = c.rope_scaling;
+  s.factor = static_cast<float>(factor);
+  if (type == "linear") {
+    s.type = rope_scaling_config::kind::linear;
+    return {};
+  }
+  s.type = rope_scaling_config::kind::yarn;
+  PS_TRY(s.original_max_position, dim_or(f, p + "rope.scaling.original_context_length", c.seq_len));
+  double beta_fast = 0.0, beta_slow = 0.0, ext_factor = 0.0, log_mul = 0.0, attn_factor = 0.0, yarn_attn = 0.0;
+  PS_TRY(beta_fast, number_or(f, p + "rope.scaling.yarn_beta_fast", 32.0));
+  PS_TRY(beta_slow, number_or(f, p + "rope.scaling.yarn_beta_slow", 1.0));
+  PS_TRY(ext_factor, number_or(f, p + "rope.scaling.yarn_ext_factor", -1.0));
+  PS_TRY(log_mul, number_or(f, p + "rope.scaling.yarn_log_multiplier", 0.0));
+  PS_TRY(attn_factor, number_or(f, p + "rope.scaling.attn_factor", 1.0));
+  PS_TRY(yarn_attn, number_or(f, p + "rope.scaling.yarn_attn_factor", 0.0));
+  if (!(beta_fast > 0.0) || !(beta_slow > 0.0)) return fail("yarn_beta_fast and yarn_beta_slow must be positive");
+  // Negative is llama.cpp's "not set" (1 for YaRN); other mixes of extrapolation have no HF counterpart.
+  if (ext_factor >= 0.0 && ext_factor != 1.0) return fail("yarn_ext_factor other than 1 is not supported");
+  if (!(attn_factor > 0.0)) return fail("attn_factor must be positive");
+  s.beta_fast = static_cast<float>(beta_fast), s.beta_slow = static_cast<float>(beta_slow);
+  const auto mscale = [&](double m) { return factor <= 1.0 ? 1.0 : 0.1 * m * std::log(factor) + 1.0; };
+  const double scale = yarn_attn > 0.0 ? yarn_attn : log_mul != 0.0 ? mscale(1.0) / mscale(log_mul) : mscale(1.0);
+  s.attention_factor = static_cast<float>(scale * attn_factor);
+  return {};
 }
 
 // The vocabulary size is token_embd's row count; no output.weight means a tied classifier.
@@ -114,18 +161,7 @@ std::expected<gguf_arch, std::string> read_config(const gguf_file& f) {
   if (f.find(p + "rope.freq_base")) PS_TRY(num, f.get_float(p + "rope.freq_base"));
   c.rope_theta = static_cast<float>(num);
   if (c.rope_theta <= 1.0f || c.rms_norm_eps < 0.0f) return fail("rope.freq_base or layer_norm_rms_epsilon out of range");
-  if (f.find(p + "rope.scaling.type")) {
-    std::string_view type;
-    PS_TRY(type, f.get_string(p + "rope.scaling.type"));
-    if (type == "linear") {
-      PS_TRY(num, f.get_float(p + "rope.scaling.factor"));
-      if (num <= 0) return fail("rope.scaling.factor must be positive");
-      c.rope_scaling.type = rope_scaling_config::kind::linear;
-      c.rope_scaling.factor = static_cast<float>(num);
-    } else if (type != "none") {
-      return fail("rope.scaling.type '" + std::string(type) + "' is not supported (none, linear)");
-    }
-  }
+  if (auto r = read_rope_scaling(f, p, c); !r) return std::unexpected(r.error());
   // llama.cpp's converter stores llama-arch Q/K rows permuted into interleaved pairs (its
   // LlamaModel.permute), and runs the model with interleaved RoPE; Qwen keeps HF's rotate-half rows.
   c.rope = a.arch == family::llama ? kernels::rope_style::interleaved : kernels::rope_style::neox;

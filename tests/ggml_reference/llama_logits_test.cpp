@@ -100,7 +100,7 @@ INSTANTIATE_TEST_SUITE_P(all, llama_cpp_logits, testing::ValuesIn(test::llama_ft
 // The architectures the GGUF loader runs besides llama2.c-converted llamas, as gguf_add_random_model writes
 // them (N(0, 0.02) matrices, unit norms, a synthetic vocabulary llama.cpp loads): llama (GQA 4; with
 // heads wider than dim / heads, as Mistral-Nemo's; with Llama 3.1's rope_freqs; with linear RoPE scaling), qwen2
-// (q/k/v biases), qwen3 (head_dim 64 apart from dim / heads, q/k norms, GQA 2), qwen3moe (8 experts, tied classifier). Logits
+// (q/k/v biases), qwen3 (head_dim 64 apart from dim / heads, q/k norms, GQA 2; also with YaRN), qwen3moe (8 experts, tied classifier). Logits
 // against llama.cpp's on the F32 file (exact path, 1e-3) and on the files llama-quantize makes of it
 // as Q8_0 and Q4_K_M (packed, 0.03). The MoE model's quantized files use all 8 experts (weights from a
 // softmax over every expert): with 2 of 8 a random router's second and third choices are often within
@@ -142,6 +142,11 @@ void write_f32_model(const std::string& name, const model_config& c, const std::
     w.add_string("llama.rope.scaling.type", "linear");
     w.add_f32("llama.rope.scaling.factor", 4.0f);
   }
+  if (name == "qwen3_yarn") {  // a 40-token prompt past a 16-token original context: every band of the ramp
+    w.add_string("qwen3.rope.scaling.type", "yarn");
+    w.add_f32("qwen3.rope.scaling.factor", 4.0f);
+    w.add_u32("qwen3.rope.scaling.original_context_length", 16);
+  }
   gguf_add_synthetic_vocab(w, c.vocab_size);
   ASSERT_TRUE(w.write(path).has_value());
 }
@@ -149,17 +154,21 @@ void write_f32_model(const std::string& name, const model_config& c, const std::
 architecture_case architecture_of(const std::string& name) {
   architecture_case a;
   model_config& c = a.config;
-  c.architecture = name == "qwen3moe_top2" ? "qwen3moe" : name.starts_with("llama") ? "llama" : name;
+  c.architecture = name == "qwen3moe_top2" ? "qwen3moe" : name == "qwen3_yarn" ? "qwen3" : name.starts_with("llama") ? "llama" : name;
   c.dim = 256, c.hidden_dim = 768, c.n_layers = 4, c.n_heads = 8, c.n_kv_heads = 2, c.head_dim = 32;
   c.vocab_size = 512, c.seq_len = 512, c.shared_classifier = false, c.rope_theta = 10000.0f;
   if (name == "llama_wide_heads") c.head_dim = 64;  // attention.key_length past dim / heads (Mistral-Nemo)
   if (name == "qwen2") c.rope_theta = 1000000.0f, c.shared_classifier = true;
-  if (name == "qwen3") c.n_heads = 8, c.n_kv_heads = 4, c.head_dim = 64, c.rope_theta = 1000000.0f;
+  if (c.architecture == "qwen3") c.n_heads = 8, c.n_kv_heads = 4, c.head_dim = 64, c.rope_theta = 1000000.0f;
   if (c.architecture == "qwen3moe") {
     c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 64, c.shared_classifier = true;
     c.n_experts = 8, c.n_experts_used = 8, c.expert_hidden_dim = 256, c.norm_topk_prob = true;
   }
   if (name == "qwen3moe_top2") c.n_experts_used = 2, a.quantized = false;
+  // YaRN is RoPE arithmetic, which the quantized files leave as it is: checked on the F32 file. (Its
+  // scale, 1.14 on cos and sin, sharpens the scores by 1.3, and with them the two fast paths' rounding
+  // noise: Q8_0 0.023 against qwen3's 0.020, Q4_K_M 0.030 against 0.024.)
+  if (name == "qwen3_yarn") a.quantized = false;
   if (name == "gpt2") c.n_heads = 4, c.n_layers = 2, c.vocab_size = 320, c.seq_len = 64;
   return a;
 }
@@ -204,7 +213,7 @@ TEST_P(llama_cpp_architecture, matches_llama_cpp) {
   std::filesystem::remove(f32_path);
 }
 
-INSTANTIATE_TEST_SUITE_P(all, llama_cpp_architecture, testing::Values("llama", "llama_wide_heads", "llama_rope_freqs", "llama_linear_rope", "qwen2", "qwen3", "qwen3moe", "qwen3moe_top2", "gpt2"),
+INSTANTIATE_TEST_SUITE_P(all, llama_cpp_architecture, testing::Values("llama", "llama_wide_heads", "llama_rope_freqs", "llama_linear_rope", "qwen2", "qwen3", "qwen3_yarn", "qwen3moe", "qwen3moe_top2", "gpt2"),
                          [](const testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // A split model as gguf_writer::write_splits writes it is one llama.cpp reads (from its first file) as the

@@ -1,4 +1,4 @@
-// Small random-weight Llama, Qwen2, Qwen3 and Qwen3-MoE models written as GGUF files (F32, F16, Q8_0,
+// Small random-weight Llama, Qwen2, Qwen3 (also with YaRN) and Qwen3-MoE models written as GGUF files (F32, F16, Q8_0,
 // Q4_0) the way llama.cpp's converter writes them, loaded through model_load_any and run through the
 // engine against the scalar reference of hf_reference.hpp.
 //
@@ -6,7 +6,10 @@
 // stored values. Q8_0 and Q4_0 files, the same 1e-4 against the reference run on the dequantized
 // weights (exact dequantization). Against the unquantized weights the logits move by at most 3% (Q8_0)
 // and 30% (Q4_0) of the largest |logit| (quantization_error_is_bounded; measured 0.7-1.3% and 13-25%).
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <functional>
 
 #include <chrono>
 
@@ -48,6 +51,18 @@ std::vector<arch_spec> specs() {
     arch_spec s = test::make_spec("qwen3", "Qwen3ForCausalLM", 64, 64, 2, 4, 2, 16);
     s.qk_norm = true;
     s.theta = 1e6;
+    v.push_back(s);
+  }
+  {  // Qwen3 with YaRN (its long-context GGUFs): factor 4 over a 16-token original context, so the
+     // prompts cross every band (kept, ramped, slowed)
+    arch_spec s = test::make_spec("qwen3_yarn", "Qwen3ForCausalLM", 64, 64, 2, 4, 2, 32);
+    s.qk_norm = true;
+    s.yarn_scaling = true, s.factor = 4.0, s.original_max_pos = 16;
+    v.push_back(s);
+  }
+  {  // Llama with YaRN and HF's attention_factor given (yarn_attn_factor)
+    arch_spec s = test::make_spec("llama_yarn", "LlamaForCausalLM", 64, 96, 2, 4, 2, 0);
+    s.yarn_scaling = true, s.factor = 2.0, s.original_max_pos = 64, s.yarn_attention_factor = 1.3;
     v.push_back(s);
   }
   {  // Qwen3-MoE: 4 experts, top-2 renormalised, stacked expert tensors
@@ -168,6 +183,42 @@ TEST_P(gguf_architecture, quantized_to_bf16_in_memory) {
 
 INSTANTIATE_TEST_SUITE_P(all, gguf_architecture, testing::ValuesIn(specs()),
                          [](const testing::TestParamInfo<arch_spec>& info) { return info.param.name; });
+
+// The YaRN keys llama.cpp reads beyond the ones convert_hf_to_gguf.py always writes: read (beta_slow
+// moves the ramp's end), or refused naming the key (an extrapolation mix HF has no counterpart for, a
+// scaling type we do not run, a missing factor).
+TEST(gguf_rope_scaling, yarn_keys_are_read_or_refused_by_name) {
+  const arch_spec s = specs()[4];
+  ASSERT_EQ(s.name, "qwen3_yarn");
+  const auto tensors = test::spec_random_tensors(s, dtype::f32, 11);
+  const std::string p = test::gguf_arch_name(s) + ".rope.scaling.";
+  const auto load = [&](const std::string& skip, const std::function<void(gguf_writer&)>& add) {
+    gguf_writer w;
+    test::gguf_add_spec_metadata(w, s, skip);
+    add(w);
+    test::gguf_add_spec_tensors(w, s, tensors, gguf_tensor_type::f32);
+    const auto path = test::temp_dir("yarn_keys.gguf");
+    EXPECT_TRUE(w.write(path).has_value());
+    auto m = model_load_any(path);
+    std::filesystem::remove(path);
+    return m;
+  };
+  auto plain = load("", [](gguf_writer&) {});
+  ASSERT_TRUE(plain.has_value()) << plain.error();
+  auto unit_mix = load("", [&](gguf_writer& w) { w.add_f32(p + "yarn_ext_factor", 1.0f); });
+  ASSERT_TRUE(unit_mix.has_value()) << unit_mix.error();
+  EXPECT_EQ((*unit_mix)->rope_inv_freq, (*plain)->rope_inv_freq);
+  auto beta = load("", [&](gguf_writer& w) { w.add_f32(p + "yarn_beta_slow", 0.25f); });
+  ASSERT_TRUE(beta.has_value()) << beta.error();
+  EXPECT_EQ((*beta)->config.rope_scaling.beta_slow, 0.25f);
+  EXPECT_NE((*beta)->rope_inv_freq, (*plain)->rope_inv_freq);
+  const auto refused = [](const auto& m) { return m ? std::string("(loaded)") : m.error(); };
+  EXPECT_THAT(refused(load("", [&](gguf_writer& w) { w.add_f32(p + "yarn_ext_factor", 0.5f); })),
+              testing::HasSubstr("yarn_ext_factor"));
+  EXPECT_THAT(refused(load(p + "type", [&](gguf_writer& w) { w.add_string(p + "type", "longrope"); })),
+              testing::HasSubstr("'longrope' is not supported"));
+  EXPECT_THAT(refused(load(p + "factor", [](gguf_writer&) {})), testing::HasSubstr("rope.scaling.factor"));
+}
 
 // Load time of a mid-size random model, printed for the record (not pass/fail; run it with
 // --gtest_also_run_disabled_tests).

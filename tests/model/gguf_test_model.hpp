@@ -97,6 +97,12 @@ inline void gguf_add_spec_metadata(gguf_writer& w, const arch_spec& s, const std
   } else {
     u32(a + ".feed_forward_length", s.hidden);
   }
+  if (s.yarn_scaling) {  // as convert_hf_to_gguf.py writes HF's rope_scaling
+    if (skip != a + ".rope.scaling.type") w.add_string(a + ".rope.scaling.type", "yarn");
+    f32(a + ".rope.scaling.factor", s.factor);
+    u32(a + ".rope.scaling.original_context_length", s.original_max_pos);
+    if (s.yarn_attention_factor > 0) f32(a + ".rope.scaling.yarn_attn_factor", s.yarn_attention_factor);
+  }
   u32("tokenizer.ggml.bos_token_id", 1);
   u32("tokenizer.ggml.eos_token_id", 2);
 }
