@@ -88,7 +88,7 @@ void gguf_random_define(CLI::App& app, gguf_random_options& o) {
   add_size(app, "head_dim", c.head_dim, 0, "0 = dim / n_heads");
   add_size(app, "vocab_size", c.vocab_size, 1, "");
   add_size(app, "seq_len", c.seq_len, 1, "context length");
-  add_size(app, "n_experts", c.n_experts, 0, "0 = dense");
+  add_size(app, "n_experts", c.n_experts, 0, "0 = dense; with llama, Mixtral's experts of expert_hidden_dim");
   add_size(app, "n_experts_used", c.n_experts_used, 0, "");
   add_size(app, "expert_hidden_dim", c.expert_hidden_dim, 0, "");
   add_untied_and_seed(app, c, o.seed);
@@ -106,11 +106,13 @@ void gguf_random_define(CLI::App& app, gguf_random_options& o) {
         throw CLI::ValidationError("--splits " + std::to_string(o.splits) + ": OUT must name the first split, " +
                                    gguf_split_path("NAME", 0, o.splits).string());
     }
-    if ((c.n_experts > 0) != (c.architecture == "qwen3moe") || c.n_heads % c.n_kv_heads != 0 || c.head_size() % 2 != 0 ||
-        c.n_experts_used > c.n_experts || c.vocab_size < 260)
+    // Experts: qwen3moe always, llama as Mixtral; qwen2 / qwen3 are dense.
+    const bool experts_allowed = c.architecture == "qwen3moe" || c.architecture == "llama";
+    if ((c.n_experts > 0 && !experts_allowed) || (c.n_experts == 0 && c.architecture == "qwen3moe") ||
+        c.n_heads % c.n_kv_heads != 0 || c.head_size() % 2 != 0 || c.n_experts_used > c.n_experts || c.vocab_size < 260)
       throw CLI::ValidationError(
-          "need experts only for qwen3moe, n_kv_heads | n_heads, an even head size, n_experts_used <= n_experts, "
-          "vocab_size >= 260");
+          "need experts for qwen3moe, none for qwen2 / qwen3 (llama: Mixtral's with, or none), n_kv_heads | n_heads, an "
+          "even head size, n_experts_used <= n_experts, vocab_size >= 260");
   });
 }
 

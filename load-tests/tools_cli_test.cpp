@@ -92,10 +92,18 @@ TEST(ToolsCli, BadOrMissingArgumentsAreNamed) {
                       "0", "3"});
   ASSERT_FALSE(recipe);
   EXPECT_NE(recipe.error().text.find("unknown recipe 'Q9_K'"), std::string::npos) << recipe.error().text;
-  auto experts = gguf({"--gguf", "m.gguf", "llama", "Q8_0", "256", "512", "2", "4", "4", "0", "512", "256", "4", "2",
+  auto experts = gguf({"--gguf", "m.gguf", "qwen3", "Q8_0", "256", "512", "2", "4", "4", "0", "512", "256", "4", "2",
                        "64", "0", "3"});
   ASSERT_FALSE(experts);
-  EXPECT_NE(experts.error().text.find("experts only for qwen3moe"), std::string::npos) << experts.error().text;
+  EXPECT_NE(experts.error().text.find("none for qwen2 / qwen3"), std::string::npos) << experts.error().text;
+  auto no_experts = gguf({"--gguf", "m.gguf", "qwen3moe", "Q8_0", "256", "512", "2", "4", "4", "0", "512", "256", "0",
+                          "0", "0", "0", "3"});
+  ASSERT_FALSE(no_experts);
+  EXPECT_NE(no_experts.error().text.find("need experts for qwen3moe"), std::string::npos) << no_experts.error().text;
+  auto mixtral = gguf({"--gguf", "m.gguf", "llama", "Q8_0", "256", "512", "2", "4", "4", "0", "512", "256", "4", "2",
+                       "64", "0", "3"});
+  ASSERT_TRUE(mixtral) << mixtral.error().text;  // llama with experts: Mixtral
+  EXPECT_EQ(mixtral->config.n_experts, 4);
 }
 
 TEST(ToolsCli, DecodeLimitTakesOneModel) {

@@ -178,6 +178,15 @@ std::expected<gguf_arch, std::string> read_config(const gguf_file& f) {
     c.norm_topk_prob = true;  // llama.cpp's qwen3moe graph always renormalises the top-k weights
     if (f.find(p + "expert_weights_norm")) PS_TRY(c.norm_topk_prob, f.get_bool(p + "expert_weights_norm"));
     if (f.find(p + "feed_forward_length")) PS_TRY(c.hidden_dim, dim_of(f, p + "feed_forward_length"));
+  } else if (a.arch == family::llama && f.find(p + "expert_count") && f.get_uint(p + "expert_count").value_or(0) > 0) {
+    // Mixtral (and mergekit's MoE merges): llama blocks whose MLP is experts of feed_forward_length
+    // (or expert_feed_forward_length), softmax router, top-k weights renormalised as llama.cpp's graph does.
+    PS_TRY(c.n_experts, dim_of(f, p + "expert_count"));
+    PS_TRY(c.n_experts_used, dim_of(f, p + "expert_used_count"));
+    PS_TRY(c.hidden_dim, dim_of(f, p + "feed_forward_length"));
+    PS_TRY(c.expert_hidden_dim, dim_or(f, p + "expert_feed_forward_length", c.hidden_dim));
+    if (c.n_experts_used > c.n_experts) return fail("expert_used_count exceeds expert_count");
+    c.norm_topk_prob = true;
   } else {
     PS_TRY(c.hidden_dim, dim_of(f, p + "feed_forward_length"));
   }
@@ -297,10 +306,20 @@ std::expected<void, std::string> load_layer(tensor_source& src, const model_conf
   const int eh = c.expert_hidden_dim, ne = c.n_experts, dim = c.dim;
   PS_TRY(w.router, src.matrix(at + "ffn_gate_inp.weight", ne, dim));
   w.experts.resize(ne);
+  // One 3-D tensor a projection, or (Mixtral files converted before April 2024) a matrix an expert.
+  const bool stacked = src.has(at + "ffn_gate_exps.weight");
   for (int e = 0; e < ne; ++e) {
-    PS_TRY(w.experts[e].gate, src.expert(at + "ffn_gate_exps.weight", e, ne, eh, dim));
-    PS_TRY(w.experts[e].up, src.expert(at + "ffn_up_exps.weight", e, ne, eh, dim));
-    PS_TRY(w.experts[e].down, src.expert(at + "ffn_down_exps.weight", e, ne, dim, eh));
+    const std::string one = "." + std::to_string(e) + ".weight";
+    expert_weights& x = w.experts[e];
+    if (stacked) {
+      PS_TRY(x.gate, src.expert(at + "ffn_gate_exps.weight", e, ne, eh, dim));
+      PS_TRY(x.up, src.expert(at + "ffn_up_exps.weight", e, ne, eh, dim));
+      PS_TRY(x.down, src.expert(at + "ffn_down_exps.weight", e, ne, dim, eh));
+    } else {
+      PS_TRY(x.gate, src.matrix(at + "ffn_gate" + one, eh, dim));
+      PS_TRY(x.up, src.matrix(at + "ffn_up" + one, eh, dim));
+      PS_TRY(x.down, src.matrix(at + "ffn_down" + one, dim, eh));
+    }
   }
   return {};
 }

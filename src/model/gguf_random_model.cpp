@@ -1,9 +1,10 @@
-// The tensor list of a llama / qwen2 / qwen3 / qwen3moe GGUF, filled with random weights.
+// The tensor list of a llama (also Mixtral's MoE) / qwen2 / qwen3 / qwen3moe GGUF, filled with random weights.
 #include "model/gguf_random_model.hpp"
 
 #include <cstdio>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pagedserve/check.hpp"
@@ -25,18 +26,39 @@ class random_tensors {
       w_.add_tensor_random_blocks(name, std::move(ne), t, seed_ * 1000003 + n_);
       return;
     }
+    const std::vector<float> values = values_of(name, ne);
+    w_.add_tensor(name, std::move(ne), t, values);
+  }
+
+  // A stacked expert tensor {cols, rows, n_experts} (its name `stacked`) as n_experts 2-D tensors named
+  // name_of(e), with the values add(stacked, ne) would give expert e.
+  template <class NameOf>
+  void add_per_expert(const std::string& stacked, const std::vector<std::uint64_t>& ne, const NameOf& name_of) {
+    const dtype t = gguf_recipe_type(recipe_, shape_, stacked, ne);
+    ps_check(!is_block_quantized(t), "gguf_add_random_model: per-expert tensors take a plain recipe");
+    ++n_;
+    const std::vector<float> values = values_of(stacked, ne);
+    const std::size_t slab = ne[0] * ne[1];
+    for (std::uint64_t e = 0; e < ne[2]; ++e) {
+      const std::vector<float> expert(values.begin() + e * slab, values.begin() + (e + 1) * slab);
+      w_.add_tensor(name_of(static_cast<int>(e)), {ne[0], ne[1]}, t, expert);
+    }
+  }
+
+ private:
+  // Matrices and biases N(0, 0.02) from the tensor's own seed, norms 1.
+  std::vector<float> values_of(const std::string& name, const std::vector<std::uint64_t>& ne) const {
     std::uint64_t n = 1;
     for (const std::uint64_t d : ne) n *= d;
-    std::vector<float> values(n, 1.0f);  // a norm's weights
+    std::vector<float> values(n, 1.0f);
     if (ne.size() >= 2 || name.ends_with(".bias")) {
       std::mt19937_64 rng(seed_ * 1000003 + n_);
       std::normal_distribution<float> normal(0.0f, 0.02f);
       for (float& v : values) v = normal(rng);
     }
-    w_.add_tensor(name, std::move(ne), t, values);
+    return values;
   }
 
- private:
   gguf_writer& w_;
   const gguf_recipe& recipe_;
   gguf_recipe_model shape_;
@@ -60,7 +82,11 @@ void add_metadata(gguf_writer& w, const model_config& c) {
   }
   w.add_f32(a + ".rope.freq_base", c.rope_theta);
   w.add_f32(a + ".attention.layer_norm_rms_epsilon", c.rms_norm_eps);
-  if (c.n_experts > 0) {
+  if (c.n_experts > 0 && a == "llama") {  // Mixtral: the experts' width is feed_forward_length
+    u32("expert_count", c.n_experts);
+    u32("expert_used_count", c.n_experts_used);
+    u32("feed_forward_length", c.expert_hidden_dim);
+  } else if (c.n_experts > 0) {
     u32("expert_count", c.n_experts);
     u32("expert_used_count", c.n_experts_used);
     u32("expert_feed_forward_length", c.expert_hidden_dim);
@@ -74,10 +100,13 @@ void add_metadata(gguf_writer& w, const model_config& c) {
 
 }  // namespace
 
-void gguf_add_random_model(gguf_writer& w, const model_config& c, const gguf_recipe& recipe, std::uint64_t seed) {
+void gguf_add_random_model(gguf_writer& w, const model_config& c, const gguf_recipe& recipe, std::uint64_t seed,
+                           gguf_expert_layout experts) {
   ps_check(c.architecture == "llama" || c.architecture == "qwen2" || c.architecture == "qwen3" ||
                c.architecture == "qwen3moe",
            "gguf_add_random_model: architecture must be llama, qwen2, qwen3 or qwen3moe");
+  ps_check(c.architecture != "llama" || c.n_experts == 0 || c.norm_topk_prob,
+           "gguf_add_random_model: a llama MoE (Mixtral) renormalises its top-k weights");
   add_metadata(w, c);
   random_tensors t(w, c, recipe, seed);
   using u = std::uint64_t;
@@ -107,9 +136,13 @@ void gguf_add_random_model(gguf_writer& w, const model_config& c, const gguf_rec
     }
     const u eh = c.expert_hidden_dim, ne = c.n_experts;
     t.add(at + "ffn_gate_inp.weight", {dim, ne});
-    t.add(at + "ffn_gate_exps.weight", {dim, eh, ne});
-    t.add(at + "ffn_up_exps.weight", {dim, eh, ne});
-    t.add(at + "ffn_down_exps.weight", {eh, dim, ne});
+    const std::pair<const char*, std::vector<u>> projections[] = {
+        {"gate", {dim, eh, ne}}, {"up", {dim, eh, ne}}, {"down", {eh, dim, ne}}};
+    for (const auto& [p, shape] : projections) {
+      const std::string stacked = at + "ffn_" + p + "_exps.weight";
+      if (experts == gguf_expert_layout::stacked) t.add(stacked, shape);
+      else t.add_per_expert(stacked, shape, [&](int e) { return at + "ffn_" + p + "." + std::to_string(e) + ".weight"; });
+    }
   }
   t.add("output_norm.weight", {dim});
   if (!c.shared_classifier) t.add("output.weight", {dim, u(c.vocab_size)});

@@ -99,7 +99,8 @@ INSTANTIATE_TEST_SUITE_P(all, llama_cpp_logits, testing::ValuesIn(test::llama_ft
 
 // The architectures the GGUF loader runs besides llama2.c-converted llamas, as gguf_add_random_model writes
 // them (N(0, 0.02) matrices, unit norms, a synthetic vocabulary llama.cpp loads): llama (GQA 4; with
-// heads wider than dim / heads, as Mistral-Nemo's; with Llama 3.1's rope_freqs; with linear RoPE scaling), qwen2
+// heads wider than dim / heads, as Mistral-Nemo's; with Llama 3.1's rope_freqs; with linear RoPE scaling; with
+// Mixtral's experts, all used on the quantized files as qwen3moe's below, top-2 on F32), qwen2
 // (q/k/v biases), qwen3 (head_dim 64 apart from dim / heads, q/k norms, GQA 2; also with YaRN), qwen3moe (8 experts, tied classifier). Logits
 // against llama.cpp's on the F32 file (exact path, 1e-3) and on the files llama-quantize makes of it
 // as Q8_0 and Q4_K_M (packed, 0.03). The MoE model's quantized files use all 8 experts (weights from a
@@ -165,6 +166,10 @@ architecture_case architecture_of(const std::string& name) {
     c.n_experts = 8, c.n_experts_used = 8, c.expert_hidden_dim = 256, c.norm_topk_prob = true;
   }
   if (name == "qwen3moe_top2") c.n_experts_used = 2, a.quantized = false;
+  if (name.starts_with("llama_moe")) {  // Mixtral's: llama blocks, experts of feed_forward_length, top-k renormalised
+    c.n_experts = 4, c.n_experts_used = 4, c.expert_hidden_dim = 256, c.norm_topk_prob = true;
+    if (name == "llama_moe_top2") c.n_experts_used = 2, a.quantized = false;
+  }
   // YaRN is RoPE arithmetic, which the quantized files leave as it is: checked on the F32 file. (Its
   // scale, 1.14 on cos and sin, sharpens the scores by 1.3, and with them the two fast paths' rounding
   // noise: Q8_0 0.023 against qwen3's 0.020, Q4_K_M 0.030 against 0.024.)
@@ -213,7 +218,8 @@ TEST_P(llama_cpp_architecture, matches_llama_cpp) {
   std::filesystem::remove(f32_path);
 }
 
-INSTANTIATE_TEST_SUITE_P(all, llama_cpp_architecture, testing::Values("llama", "llama_wide_heads", "llama_rope_freqs", "llama_linear_rope", "qwen2", "qwen3", "qwen3_yarn", "qwen3moe", "qwen3moe_top2", "gpt2"),
+INSTANTIATE_TEST_SUITE_P(all, llama_cpp_architecture, testing::Values("llama", "llama_wide_heads", "llama_rope_freqs", "llama_linear_rope", "llama_moe",
+                                                        "llama_moe_top2", "qwen2", "qwen3", "qwen3_yarn", "qwen3moe", "qwen3moe_top2", "gpt2"),
                          [](const testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // A split model as gguf_writer::write_splits writes it is one llama.cpp reads (from its first file) as the

@@ -18,6 +18,7 @@
 #include "model/hf_reference.hpp"
 #include "model/ggml_blocks.hpp"
 #include "model/gguf_model.hpp"
+#include "model/gguf_random_model.hpp"
 #include "model/hf_model.hpp"
 #include "model/model_load.hpp"
 
@@ -218,6 +219,39 @@ TEST(gguf_rope_scaling, yarn_keys_are_read_or_refused_by_name) {
   EXPECT_THAT(refused(load(p + "type", [&](gguf_writer& w) { w.add_string(p + "type", "longrope"); })),
               testing::HasSubstr("'longrope' is not supported"));
   EXPECT_THAT(refused(load(p + "factor", [](gguf_writer&) {})), testing::HasSubstr("rope.scaling.factor"));
+}
+
+// Mixtral as files converted before April 2024 hold it, a tensor an expert (ffn_gate.E.weight ...; llama.cpp
+// no longer reads them), is the model its stacked tensors (ffn_gate_exps ...) hold: same weights, same logits.
+TEST(gguf_mixtral, per_expert_tensors_are_the_stacked_experts) {
+  model_config c;
+  c.architecture = "llama";
+  c.dim = 64, c.hidden_dim = 96, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.vocab_size = 300, c.seq_len = 64;
+  c.n_experts = 4, c.n_experts_used = 2, c.expert_hidden_dim = 96, c.norm_topk_prob = true;
+  std::shared_ptr<const model> loaded[2];
+  for (const gguf_expert_layout layout : {gguf_expert_layout::stacked, gguf_expert_layout::per_expert}) {
+    gguf_writer w;
+    gguf_add_random_model(w, c, *gguf_recipe_parse("F32"), 5, layout);
+    gguf_add_synthetic_vocab(w, c.vocab_size);
+    const auto path = test::temp_dir("mixtral_layout.gguf");
+    ASSERT_TRUE(w.write(path).has_value());
+    auto m = model_load_any(path);
+    std::filesystem::remove(path);
+    ASSERT_TRUE(m.has_value()) << m.error();
+    EXPECT_EQ((*m)->config.n_experts, 4);
+    EXPECT_EQ((*m)->config.expert_hidden_dim, 96);
+    EXPECT_TRUE((*m)->config.norm_topk_prob);
+    loaded[layout == gguf_expert_layout::per_expert] = *m;
+  }
+  for (int l = 0; l < c.n_layers; ++l)
+    for (int e = 0; e < c.n_experts; ++e)
+      for (const auto member : {&expert_weights::gate, &expert_weights::up, &expert_weights::down}) {
+        const weight &a = loaded[0]->layers[l].experts[e].*member, &b = loaded[1]->layers[l].experts[e].*member;
+        ASSERT_EQ(a.n_elements(), b.n_elements());
+        for (std::size_t k = 0; k < a.n_elements(); ++k) ASSERT_EQ(weight_at(a, k), weight_at(b, k)) << l << " " << e;
+      }
+  const auto& kt = *kernels::kernel_table_select();
+  EXPECT_EQ(test::run_engine(*loaded[0], kt, prompt_a, prompt_b), test::run_engine(*loaded[1], kt, prompt_a, prompt_b));
 }
 
 // Load time of a mid-size random model, printed for the record (not pass/fail; run it with
