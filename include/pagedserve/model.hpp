@@ -61,11 +61,12 @@ struct model_config {
   int head_dim = 0;     // width of one head; 0 means dim / n_heads (Qwen3 sets it explicitly)
   kernels::rope_style rope = kernels::rope_style::interleaved;
   rope_scaling_config rope_scaling;
-  // Mixture of experts (Qwen3-MoE); 0 experts for dense models.
+  // Mixture of experts (Qwen3-MoE, Qwen2-MoE, Mixtral); 0 experts for dense models.
   int n_experts = 0;          // experts per MoE layer
   int n_experts_used = 0;     // top-k experts per token
   int expert_hidden_dim = 0;  // SwiGLU inner width of one expert (moe_intermediate_size)
   bool norm_topk_prob = false;  // renormalise the top-k router probabilities to sum to 1
+  int shared_expert_hidden_dim = 0;  // Qwen2-MoE: width of the expert every token also runs (0: none)
   // Sliding-window attention (Mistral; Qwen2/3 with use_sliding_window): the layers marked in
   // sliding_layers ([n_layers]; empty = none) attend to the last sliding_window positions only.
   int sliding_window = 0;
@@ -110,8 +111,22 @@ struct layer_weights {
   const float* b_down = nullptr;   // [dim] (GPT-2's mlp.c_proj.bias)
   weight router;                   // [n_experts, dim] MoE layers only
   std::vector<expert_weights> experts;  // [n_experts] MoE layers only
+  expert_weights shared_expert;    // Qwen2-MoE: the expert every token runs beside its top-k
+  weight shared_expert_gate;       // [1, dim]: sigmoid(gate x) scales the shared expert's output
 
   bool is_moe() const { return !experts.empty(); }
+  bool has_shared_expert() const { return !shared_expert.gate.empty(); }
+  // f(e) for every expert's SwiGLU: the routed ones, then the shared one when there is one.
+  template <class F>
+  void for_each_expert(F&& f) {
+    for (expert_weights& e : experts) f(e);
+    if (has_shared_expert()) f(shared_expert);
+  }
+  template <class F>
+  void for_each_expert(F&& f) const {
+    for (const expert_weights& e : experts) f(e);
+    if (has_shared_expert()) f(shared_expert);
+  }
 };
 
 // Defaults from generation_config.json (and config.json), for the tokenizer and sampler owners.

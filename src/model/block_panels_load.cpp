@@ -54,8 +54,9 @@ void model_pack_block_panels(model& m, std::span<const std::span<const std::byte
   std::vector<weight*> matrices{&m.classifier};
   for (layer_weights& l : m.layers) {
     for (weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) matrices.push_back(w);
-    for (expert_weights& e : l.experts)
+    l.for_each_expert([&](expert_weights& e) {
       for (weight* w : {&e.gate, &e.up, &e.down}) matrices.push_back(w);
+    });
   }
   const auto in_file = [&](const weight* w) {
     const auto* p = static_cast<const std::byte*>(w->data);

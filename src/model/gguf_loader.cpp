@@ -17,7 +17,7 @@
 namespace pagedserve {
 namespace {
 
-enum class family { llama, qwen2, qwen3, qwen3moe, gpt2 };
+enum class family { llama, qwen2, qwen2moe, qwen3, qwen3moe, gpt2 };
 
 struct gguf_arch {
   model_config config;
@@ -27,11 +27,12 @@ struct gguf_arch {
 std::expected<family, std::string> family_of(std::string_view name) {
   if (name == "llama") return family::llama;
   if (name == "qwen2") return family::qwen2;
+  if (name == "qwen2moe") return family::qwen2moe;
   if (name == "qwen3") return family::qwen3;
   if (name == "qwen3moe") return family::qwen3moe;
   if (name == "gpt2") return family::gpt2;
   return std::unexpected("general.architecture '" + std::string(name) +
-                         "' is not supported (supported: llama, qwen2, qwen3, qwen3moe, gpt2)");
+                         "' is not supported (supported: llama, qwen2, qwen2moe, qwen3, qwen3moe, gpt2)");
 }
 
 // A required dimension: a positive integer below 2^24.
@@ -131,7 +132,7 @@ std::expected<gguf_arch, std::string> read_config(const gguf_file& f) {
   auto fam = family_of(name);
   if (!fam) return std::unexpected(f.name() + ": " + fam.error());
   a.arch = *fam;
-  c.architecture = std::string(name);  // GGUF's name: llama, qwen2, qwen3, qwen3moe
+  c.architecture = std::string(name);  // GGUF's name: llama, qwen2, qwen2moe, qwen3, qwen3moe
   const std::string p = std::string(name) + ".";
   auto fail = [&](const std::string& what) { return std::unexpected(f.name() + ": " + what); };
   if (a.arch == family::gpt2) {
@@ -178,6 +179,17 @@ std::expected<gguf_arch, std::string> read_config(const gguf_file& f) {
     c.norm_topk_prob = true;  // llama.cpp's qwen3moe graph always renormalises the top-k weights
     if (f.find(p + "expert_weights_norm")) PS_TRY(c.norm_topk_prob, f.get_bool(p + "expert_weights_norm"));
     if (f.find(p + "feed_forward_length")) PS_TRY(c.hidden_dim, dim_of(f, p + "feed_forward_length"));
+  } else if (a.arch == family::qwen2moe) {
+    // Qwen1.5-MoE / Qwen2-MoE: qwen2 attention; top-k of a softmax router, not renormalised (llama.cpp's
+    // qwen2moe graph, HF's norm_topk_prob default), plus a shared expert every token runs, gated by
+    // sigmoid(ffn_gate_inp_shexp x). Layers without a router are dense (feed_forward_length).
+    PS_TRY(c.n_experts, dim_of(f, p + "expert_count"));
+    PS_TRY(c.n_experts_used, dim_of(f, p + "expert_used_count"));
+    PS_TRY(c.hidden_dim, dim_of(f, p + "feed_forward_length"));
+    PS_TRY(c.expert_hidden_dim, dim_or(f, p + "expert_feed_forward_length", c.hidden_dim));
+    PS_TRY(c.shared_expert_hidden_dim, dim_or(f, p + "expert_shared_feed_forward_length", c.hidden_dim));
+    if (c.n_experts_used > c.n_experts) return fail("expert_used_count exceeds expert_count");
+    if (f.find(p + "expert_weights_norm")) PS_TRY(c.norm_topk_prob, f.get_bool(p + "expert_weights_norm"));
   } else if (a.arch == family::llama && f.find(p + "expert_count") && f.get_uint(p + "expert_count").value_or(0) > 0) {
     // Mixtral (and mergekit's MoE merges): llama blocks whose MLP is experts of feed_forward_length
     // (or expert_feed_forward_length), softmax router, top-k weights renormalised as llama.cpp's graph does.
@@ -306,6 +318,16 @@ std::expected<void, std::string> load_layer(tensor_source& src, const model_conf
   const int eh = c.expert_hidden_dim, ne = c.n_experts, dim = c.dim;
   PS_TRY(w.router, src.matrix(at + "ffn_gate_inp.weight", ne, dim));
   w.experts.resize(ne);
+  if (c.shared_expert_hidden_dim > 0) {  // Qwen2-MoE's shared expert, its gate a [dim] vector
+    const int sh = c.shared_expert_hidden_dim;
+    PS_TRY(w.shared_expert.gate, src.matrix(at + "ffn_gate_shexp.weight", sh, dim));
+    PS_TRY(w.shared_expert.up, src.matrix(at + "ffn_up_shexp.weight", sh, dim));
+    PS_TRY(w.shared_expert.down, src.matrix(at + "ffn_down_shexp.weight", dim, sh));
+    const float* gate = nullptr;
+    PS_TRY(gate, src.vector(at + "ffn_gate_inp_shexp.weight", dim));
+    w.shared_expert_gate.data = gate, w.shared_expert_gate.type = dtype::f32;
+    w.shared_expert_gate.rows = 1, w.shared_expert_gate.cols = dim;
+  }
   // One 3-D tensor a projection, or (Mixtral files converted before April 2024) a matrix an expert.
   const bool stacked = src.has(at + "ffn_gate_exps.weight");
   for (int e = 0; e < ne; ++e) {

@@ -1,4 +1,4 @@
-// The tensor list of a llama (also Mixtral's MoE) / qwen2 / qwen3 / qwen3moe GGUF, filled with random weights.
+// The tensor list of a llama (also Mixtral's MoE) / qwen2 / qwen2moe / qwen3 / qwen3moe GGUF, filled with random weights.
 #include "model/gguf_random_model.hpp"
 
 #include <cstdio>
@@ -46,12 +46,12 @@ class random_tensors {
   }
 
  private:
-  // Matrices and biases N(0, 0.02) from the tensor's own seed, norms 1.
+  // Matrices, biases and the shared expert's gate vector N(0, 0.02) from the tensor's own seed, norms 1.
   std::vector<float> values_of(const std::string& name, const std::vector<std::uint64_t>& ne) const {
     std::uint64_t n = 1;
     for (const std::uint64_t d : ne) n *= d;
     std::vector<float> values(n, 1.0f);
-    if (ne.size() >= 2 || name.ends_with(".bias")) {
+    if (ne.size() >= 2 || name.ends_with(".bias") || name.ends_with("ffn_gate_inp_shexp.weight")) {
       std::mt19937_64 rng(seed_ * 1000003 + n_);
       std::normal_distribution<float> normal(0.0f, 0.02f);
       for (float& v : values) v = normal(rng);
@@ -91,6 +91,8 @@ void add_metadata(gguf_writer& w, const model_config& c) {
     u32("expert_used_count", c.n_experts_used);
     u32("expert_feed_forward_length", c.expert_hidden_dim);
     w.add_bool(a + ".expert_weights_norm", c.norm_topk_prob);
+    if (c.shared_expert_hidden_dim > 0) u32("expert_shared_feed_forward_length", c.shared_expert_hidden_dim);
+    if (a == "qwen2moe") u32("feed_forward_length", c.hidden_dim);
   } else {
     u32("feed_forward_length", c.hidden_dim);
   }
@@ -102,9 +104,11 @@ void add_metadata(gguf_writer& w, const model_config& c) {
 
 void gguf_add_random_model(gguf_writer& w, const model_config& c, const gguf_recipe& recipe, std::uint64_t seed,
                            gguf_expert_layout experts) {
-  ps_check(c.architecture == "llama" || c.architecture == "qwen2" || c.architecture == "qwen3" ||
-               c.architecture == "qwen3moe",
-           "gguf_add_random_model: architecture must be llama, qwen2, qwen3 or qwen3moe");
+  ps_check(c.architecture == "llama" || c.architecture == "qwen2" || c.architecture == "qwen2moe" ||
+               c.architecture == "qwen3" || c.architecture == "qwen3moe",
+           "gguf_add_random_model: architecture must be llama, qwen2, qwen2moe, qwen3 or qwen3moe");
+  ps_check((c.shared_expert_hidden_dim > 0) == (c.architecture == "qwen2moe") && (c.n_experts > 0 || c.architecture != "qwen2moe"),
+           "gguf_add_random_model: qwen2moe, and only it, has experts and a shared expert");
   ps_check(c.architecture != "llama" || c.n_experts == 0 || c.norm_topk_prob,
            "gguf_add_random_model: a llama MoE (Mixtral) renormalises its top-k weights");
   add_metadata(w, c);
@@ -119,7 +123,7 @@ void gguf_add_random_model(gguf_writer& w, const model_config& c, const gguf_rec
     t.add(at + "attn_k.weight", {dim, kvd});
     t.add(at + "attn_v.weight", {dim, kvd});
     t.add(at + "attn_output.weight", {qd, dim});
-    if (c.architecture == "qwen2") {
+    if (c.architecture == "qwen2" || c.architecture == "qwen2moe") {
       t.add(at + "attn_q.bias", {qd});
       t.add(at + "attn_k.bias", {kvd});
       t.add(at + "attn_v.bias", {kvd});
@@ -142,6 +146,13 @@ void gguf_add_random_model(gguf_writer& w, const model_config& c, const gguf_rec
       const std::string stacked = at + "ffn_" + p + "_exps.weight";
       if (experts == gguf_expert_layout::stacked) t.add(stacked, shape);
       else t.add_per_expert(stacked, shape, [&](int e) { return at + "ffn_" + p + "." + std::to_string(e) + ".weight"; });
+    }
+    if (c.shared_expert_hidden_dim > 0) {  // Qwen2-MoE: the shared expert and its [dim] gate
+      const u sh = c.shared_expert_hidden_dim;
+      t.add(at + "ffn_gate_inp_shexp.weight", {dim});
+      t.add(at + "ffn_gate_shexp.weight", {dim, sh});
+      t.add(at + "ffn_up_shexp.weight", {dim, sh});
+      t.add(at + "ffn_down_shexp.weight", {sh, dim});
     }
   }
   t.add("output_norm.weight", {dim});

@@ -96,6 +96,8 @@ std::expected<void, std::string> check_config(const model_config& c) {
   if (c.n_experts > 0 && (c.n_experts_used <= 0 || c.n_experts_used > c.n_experts || c.expert_hidden_dim <= 0))
     return bad("MoE needs 0 < experts per token <= experts and a positive expert width");
   if (c.n_experts > 0 && c.ffn != ffn_kind::swiglu) return bad("MoE experts are SwiGLU only");
+  if (c.shared_expert_hidden_dim < 0 || (c.shared_expert_hidden_dim > 0 && c.n_experts == 0))
+    return bad("a shared expert needs experts and a positive width");
   return {};
 }
 
@@ -134,13 +136,20 @@ std::expected<void, std::string> check_layer(const model_config& c, const layer_
                            std::to_string(c.n_experts));
   if (auto r = check_matrix(l.router, c.n_experts, dim, at + "router"); !r) return r;
   const int eh = c.expert_hidden_dim;
-  for (std::size_t e = 0; e < l.experts.size(); ++e) {
-    const std::string ex = at + "expert " + std::to_string(e) + " ";
-    for (auto r : {check_matrix(l.experts[e].gate, eh, dim, ex + "gate"), check_matrix(l.experts[e].up, eh, dim, ex + "up"),
-                   check_matrix(l.experts[e].down, dim, eh, ex + "down")})
+  const auto check_expert = [&](const expert_weights& e, int width, const std::string& ex) -> std::expected<void, std::string> {
+    for (auto r : {check_matrix(e.gate, width, dim, ex + "gate"), check_matrix(e.up, width, dim, ex + "up"),
+                   check_matrix(e.down, dim, width, ex + "down")})
       if (!r) return r;
+    return {};
+  };
+  for (std::size_t e = 0; e < l.experts.size(); ++e)
+    if (auto r = check_expert(l.experts[e], eh, at + "expert " + std::to_string(e) + " "); !r) return r;
+  if (c.shared_expert_hidden_dim == 0) {
+    if (l.has_shared_expert() || !l.shared_expert_gate.empty()) return std::unexpected(at + "has a shared expert the config has not");
+    return {};
   }
-  return {};
+  if (auto r = check_expert(l.shared_expert, c.shared_expert_hidden_dim, at + "shared expert "); !r) return r;
+  return check_matrix(l.shared_expert_gate, 1, dim, at + "shared expert gate");
 }
 
 }  // namespace
@@ -219,8 +228,9 @@ std::uint64_t model_weight_bytes(const model& m) {
   std::uint64_t bytes = m.token_embedding.n_bytes() + m.position_embedding.n_bytes();
   if (m.classifier != m.token_embedding) bytes += m.classifier.n_bytes();
   for (const layer_weights& l : m.layers) {
-    for (const weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router}) bytes += w->n_bytes();
-    for (const expert_weights& e : l.experts) bytes += e.gate.n_bytes() + e.up.n_bytes() + e.down.n_bytes();
+    for (const weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router, &l.shared_expert_gate})
+      bytes += w->n_bytes();
+    l.for_each_expert([&](const expert_weights& e) { bytes += e.gate.n_bytes() + e.up.n_bytes() + e.down.n_bytes(); });
   }
   return bytes;
 }
@@ -250,17 +260,18 @@ dtype target_of(const weight& w, weight_format format) {
 }
 
 // The matrices model_convert_weights re-stores, in order: the tied classifier is the embedding's
-// (reassigned after), and under int8/int4 the MoE router keeps its stored type: its scores pick the
-// experts, and a flipped top-k choice costs more than the few bytes it streams.
+// (reassigned after), and under int8/int4 the MoE router (and the shared expert's gate) keeps its
+// stored type: its scores pick the experts, and a flipped top-k choice costs more than the few bytes it streams.
 std::vector<weight*> matrices_to_convert(model& m, weight_format format) {
   std::vector<weight*> out{&m.token_embedding};
   if (m.classifier != m.token_embedding) out.push_back(&m.classifier);
   const bool quantizing = format == weight_format::int8 || format == weight_format::int4;
   for (layer_weights& l : m.layers) {
-    if (!quantizing) out.push_back(&l.router);
+    if (!quantizing) out.push_back(&l.router), out.push_back(&l.shared_expert_gate);
     for (weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) out.push_back(w);
-    for (expert_weights& e : l.experts)
+    l.for_each_expert([&](expert_weights& e) {
       for (weight* w : {&e.gate, &e.up, &e.down}) out.push_back(w);
+    });
   }
   std::erase_if(out, [format](const weight* w) { return w->empty() || w->type == target_of(*w, format); });
   return out;

@@ -11,7 +11,7 @@ namespace pagedserve {
 
 moe_block::moe_block(const model_config& c, int max_tokens)
     : dim_(c.dim), n_experts_(c.n_experts), top_k_(c.n_experts_used), expert_hidden_(c.expert_hidden_dim),
-      norm_topk_(c.norm_topk_prob) {
+      shared_hidden_(c.shared_expert_hidden_dim), norm_topk_(c.norm_topk_prob) {
   const std::size_t T = max_tokens, rows = T * top_k_;
   router_probs_.resize(T * n_experts_);
   chosen_.resize(rows);
@@ -25,6 +25,12 @@ moe_block::moe_block(const model_config& c, int max_tokens)
   gate_.resize(rows * expert_hidden_);
   up_.resize(rows * expert_hidden_);
   yg_.resize(rows * dim_);
+  if (shared_hidden_ > 0) {
+    shared_gate_.resize(T * shared_hidden_);
+    shared_up_.resize(T * shared_hidden_);
+    shared_out_.resize(T * dim_);
+    shared_logit_.resize(T);
+  }
 }
 
 void moe_block::run(const kernels::kernel_table& kt, float* out, const float* x, const layer_weights& l,
@@ -98,6 +104,22 @@ void moe_block::run(const kernels::kernel_table& kt, float* out, const float* x,
       const std::size_t r = static_cast<std::size_t>(t) * K + k;
       kt.axpy(ot, chosen_weight_[r], &yg_[static_cast<std::size_t>(slot_row_[r]) * dim], dim);
     }
+  });
+  if (l.has_shared_expert()) add_shared_expert(kt, out, x, l, n_tokens);
+}
+
+void moe_block::add_shared_expert(const kernels::kernel_table& kt, float* out, const float* x, const layer_weights& l,
+                                  int n_tokens) {
+  const int dim = dim_, sh = shared_hidden_;
+  const kernels::ops::matmul_output gate_up[] = {{shared_gate_.data(), l.shared_expert.gate},
+                                                 {shared_up_.data(), l.shared_expert.up}};
+  kernels::ops::matmul_group(kt, gate_up, x, n_tokens);
+  kernels::ops::swiglu(kt, shared_gate_.data(), shared_up_.data(), n_tokens, sh);
+  kernels::ops::matmul(kt, shared_out_.data(), shared_gate_.data(), l.shared_expert.down, n_tokens);
+  kernels::ops::matmul(kt, shared_logit_.data(), x, l.shared_expert_gate, n_tokens);
+  tbb::parallel_for(0, n_tokens, [&](int t) {
+    const float g = 1.0f / (1.0f + std::exp(-shared_logit_[t]));
+    kt.axpy(out + static_cast<std::size_t>(t) * dim, g, &shared_out_[static_cast<std::size_t>(t) * dim], dim);
   });
 }
 

@@ -100,7 +100,8 @@ INSTANTIATE_TEST_SUITE_P(all, llama_cpp_logits, testing::ValuesIn(test::llama_ft
 // The architectures the GGUF loader runs besides llama2.c-converted llamas, as gguf_add_random_model writes
 // them (N(0, 0.02) matrices, unit norms, a synthetic vocabulary llama.cpp loads): llama (GQA 4; with
 // heads wider than dim / heads, as Mistral-Nemo's; with Llama 3.1's rope_freqs; with linear RoPE scaling; with
-// Mixtral's experts, all used on the quantized files as qwen3moe's below, top-2 on F32), qwen2
+// Mixtral's experts, all used on the quantized files as qwen3moe's below, top-2 on F32), qwen2, qwen2moe (a
+// shared expert beside the routed ones; all used, and top-2 on F32)
 // (q/k/v biases), qwen3 (head_dim 64 apart from dim / heads, q/k norms, GQA 2; also with YaRN), qwen3moe (8 experts, tied classifier). Logits
 // against llama.cpp's on the F32 file (exact path, 1e-3) and on the files llama-quantize makes of it
 // as Q8_0 and Q4_K_M (packed, 0.03). The MoE model's quantized files use all 8 experts (weights from a
@@ -155,7 +156,7 @@ void write_f32_model(const std::string& name, const model_config& c, const std::
 architecture_case architecture_of(const std::string& name) {
   architecture_case a;
   model_config& c = a.config;
-  c.architecture = name == "qwen3moe_top2" ? "qwen3moe" : name == "qwen3_yarn" ? "qwen3" : name.starts_with("llama") ? "llama" : name;
+  c.architecture = name.substr(0, name.find('_'));  // the case's architecture, before its variant
   c.dim = 256, c.hidden_dim = 768, c.n_layers = 4, c.n_heads = 8, c.n_kv_heads = 2, c.head_dim = 32;
   c.vocab_size = 512, c.seq_len = 512, c.shared_classifier = false, c.rope_theta = 10000.0f;
   if (name == "llama_wide_heads") c.head_dim = 64;  // attention.key_length past dim / heads (Mistral-Nemo)
@@ -166,6 +167,11 @@ architecture_case architecture_of(const std::string& name) {
     c.n_experts = 8, c.n_experts_used = 8, c.expert_hidden_dim = 256, c.norm_topk_prob = true;
   }
   if (name == "qwen3moe_top2") c.n_experts_used = 2, a.quantized = false;
+  if (c.architecture == "qwen2moe") {  // Qwen1.5-MoE's: q/k/v biases, top-k not renormalised, a shared expert
+    c.rope_theta = 1000000.0f;
+    c.n_experts = 4, c.n_experts_used = 4, c.expert_hidden_dim = 256, c.shared_expert_hidden_dim = 512;
+    if (name == "qwen2moe_top2") c.n_experts_used = 2, a.quantized = false;
+  }
   if (name.starts_with("llama_moe")) {  // Mixtral's: llama blocks, experts of feed_forward_length, top-k renormalised
     c.n_experts = 4, c.n_experts_used = 4, c.expert_hidden_dim = 256, c.norm_topk_prob = true;
     if (name == "llama_moe_top2") c.n_experts_used = 2, a.quantized = false;
@@ -219,7 +225,7 @@ TEST_P(llama_cpp_architecture, matches_llama_cpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(all, llama_cpp_architecture, testing::Values("llama", "llama_wide_heads", "llama_rope_freqs", "llama_linear_rope", "llama_moe",
-                                                        "llama_moe_top2", "qwen2", "qwen3", "qwen3_yarn", "qwen3moe", "qwen3moe_top2", "gpt2"),
+                                                        "llama_moe_top2", "qwen2", "qwen2moe", "qwen2moe_top2", "qwen3", "qwen3_yarn", "qwen3moe", "qwen3moe_top2", "gpt2"),
                          [](const testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // A split model as gguf_writer::write_splits writes it is one llama.cpp reads (from its first file) as the

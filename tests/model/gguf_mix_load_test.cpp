@@ -4,7 +4,8 @@
 // pass on the blocks as stored (the best kernel table) track the same file exactly dequantized to f32
 // (--quantize f32, scalar table) on every logit, so each greedy pick is the f32 model's best token up to
 // twice that bound. A llama (GQA 4, untied, 8 layers: the "first eighth" rules fire on layer 0) and a
-// qwen3moe (8 experts: llama.cpp's 8-expert bumps; tied) of dims that tile 256-weight blocks.
+// qwen3moe (8 experts: llama.cpp's 8-expert bumps; tied) and a qwen2moe (its shared expert too) of dims
+// that tile 256-weight blocks.
 //
 // Tolerance: the packed path quantizes activations (8-bit, per block) and the f32 reference does not,
 // so their logits differ by the activations' rounding, relative to the logits: measured 0.3-2.8% of
@@ -43,6 +44,9 @@ model_config tiny_config(const std::string& architecture) {
   if (architecture == "qwen3moe") {
     c.n_layers = 4, c.shared_classifier = true;
     c.n_experts = 8, c.n_experts_used = 8, c.expert_hidden_dim = 256, c.norm_topk_prob = true;
+  }
+  if (architecture == "qwen2moe") {  // 4 experts, all used, beside a shared expert
+    c.n_layers = 2, c.n_experts = 4, c.n_experts_used = 4, c.expert_hidden_dim = 256, c.shared_expert_hidden_dim = 512;
   }
   return c;
 }
@@ -93,6 +97,11 @@ std::vector<std::pair<const weight*, std::string>> matrices_of(const model& m) {
       out.emplace_back(&w.experts.back().gate, at + "ffn_gate_exps.weight");
       out.emplace_back(&w.experts.back().up, at + "ffn_up_exps.weight");
       out.emplace_back(&w.experts.back().down, at + "ffn_down_exps.weight");
+    }
+    if (w.has_shared_expert()) {
+      out.emplace_back(&w.shared_expert.gate, at + "ffn_gate_shexp.weight");
+      out.emplace_back(&w.shared_expert.up, at + "ffn_up_shexp.weight");
+      out.emplace_back(&w.shared_expert.down, at + "ffn_down_shexp.weight");
     }
   }
   return out;
@@ -165,7 +174,7 @@ TEST_P(gguf_mix_load, every_ftype_loads_as_stored_and_decodes_like_its_dequantiz
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(all, gguf_mix_load, testing::Values("llama", "qwen3moe"),
+INSTANTIATE_TEST_SUITE_P(all, gguf_mix_load, testing::Values("llama", "qwen3moe", "qwen2moe"),
                          [](const testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
