@@ -424,8 +424,12 @@ std::expected<std::shared_ptr<const model>, std::string> gguf_model_from(const g
   read_generation(file, m->generation);
   load_phase tensors_phase("reading GGUF tensors");
   if (auto r = load_tensors(file, *m); !r) return std::unexpected(file.name() + ": " + r.error());
-  tensors_phase.finish(fmt::format("read {} GGUF tensors ({}, {} layers, dim {})",
-                                   file.tensors().size(), m->config.architecture, m->config.n_layers, m->config.dim));
+  const model_config& c = m->config;
+  const std::string experts = c.n_experts == 0 ? ""
+                              : fmt::format(", {} experts, {} a token{}", c.n_experts, c.n_experts_used,
+                                            c.shared_expert_hidden_dim > 0 ? ", a shared expert" : "");
+  tensors_phase.finish(fmt::format("read {} GGUF tensors ({}, {} layers, dim {}{})", file.tensors().size(),
+                                   c.architecture, c.n_layers, c.dim, experts));
   model_convert_weights(*m, options.weights, options.progress);
   if (auto r = model_check(*m); !r) return std::unexpected(file.name() + ": " + r.error());
   if (options.weights == weight_format::as_stored) prefault_tensors(file);
