@@ -256,12 +256,13 @@ std::expected<rope_setup, std::string> rope_dict(object obj, const std::string& 
 // Where RoPE is described: rope_scaling (4.x; non-null, it wins, as transformers 5 reads old
 // configs), else rope_parameters (5.x), one dict or one per layer type ({"full_attention": {...},
 // "sliding_attention": {...}}); the forward pass has one RoPE for every layer, so per-type dicts must agree.
-std::expected<rope_setup, std::string> rope(const fields& f, const std::vector<std::string>& layer_types, int max_position) {
+std::expected<rope_setup, std::string> rope(const fields& f, const std::vector<std::string>& layer_types, int max_position,
+                                            double default_theta) {
   std::optional<double> top_theta;
   PS_TRY(top_theta, f.opt_number("rope_theta"));
   std::optional<std::int64_t> original_override;
   PS_TRY(original_override, f.opt_int("original_max_position_embeddings"));
-  const double theta = top_theta.value_or(10000.0);
+  const double theta = top_theta.value_or(default_theta);
   std::string key = "rope_scaling";
   auto e = f.get(key);
   if (!e) e = f.get(key = "rope_parameters");
@@ -340,15 +341,16 @@ std::expected<int, std::string> expert_count(const fields& f) {
   return new_key ? n_new : n_old;
 }
 
-// Sliding-window attention. Mistral: a non-null sliding_window is in force in every layer (4.x) or
+// Sliding-window attention. Mistral and Mixtral: a non-null sliding_window is in force in every layer (4.x) or
 // in the layers layer_types marks sliding (5.x). Qwen2/3: only with use_sliding_window, in the
 // layers layer_types marks sliding, else (older configs) from layer max_window_layers on.
 std::expected<void, std::string> sliding_window(const fields& f, const std::vector<std::string>& types, parsed_config& p) {
   model_config& c = p.config;
   if (p.arch == family::llama) return {};  // refused_keys keeps sliding_window and layer_types out of Llama
-  bool enabled = p.arch == family::mistral;
+  const bool mistral = p.arch == family::mistral || p.arch == family::mixtral;
+  bool enabled = mistral;
   std::optional<std::int64_t> first_layer;
-  if (p.arch != family::mistral) {
+  if (!mistral) {
     std::optional<bool> use;
     PS_TRY(use, f.opt_bool("use_sliding_window"));
     enabled = use.value_or(false);
@@ -362,7 +364,7 @@ std::expected<void, std::string> sliding_window(const fields& f, const std::vect
   c.sliding_layers.assign(c.n_layers, 0);
   for (int l = 0; l < c.n_layers; ++l)
     c.sliding_layers[l] = !types.empty() ? types[l] == "sliding_attention"
-                          : p.arch == family::mistral ? true
+                          : mistral ? true
                                                       : l >= first_layer.value_or(0);
   return {};
 }
@@ -451,7 +453,7 @@ std::expected<parsed_config, std::string> config_parse(std::string_view json) {
   std::vector<std::string> types;
   PS_TRY(types, layer_types(f, c.n_layers));
   rope_setup r;
-  PS_TRY(r, rope(f, types, c.seq_len));
+  PS_TRY(r, rope(f, types, c.seq_len, a->rope_theta));
   c.rope_theta = r.theta;
   c.rope_scaling = r.scaling;
   if (c.rope_theta <= 1.0f || c.rms_norm_eps < 0.0f) return std::unexpected("config.json: rope_theta or rms_norm_eps out of range");
@@ -463,11 +465,15 @@ std::expected<parsed_config, std::string> config_parse(std::string_view json) {
   PS_TRY(flag, f.opt_bool("attention_bias"));
   const bool attention_bias = a->has_attention_bias && flag.value_or(false);
   p.qkv_bias = a->qkv_bias || attention_bias;
+  if (p.arch == family::qwen2_moe) {  // transformers 5 names Qwen2-MoE's always-on q/k/v biases qkv_bias
+    PS_TRY(flag, f.opt_bool("qkv_bias"));
+    p.qkv_bias = flag.value_or(true);
+  }
   p.o_bias = attention_bias;
   p.qk_norm = a->qk_norm;
 
   p.moe_layer.assign(c.n_layers, 0);
-  if (p.arch == family::qwen3_moe) {
+  if (p.arch == family::qwen3_moe || p.arch == family::qwen2_moe) {
     PS_TRY(c.n_experts, expert_count(f));
     PS_TRY(c.n_experts_used, f.dim("num_experts_per_tok"));
     PS_TRY(c.expert_hidden_dim, f.dim("moe_intermediate_size"));
@@ -475,6 +481,16 @@ std::expected<parsed_config, std::string> config_parse(std::string_view json) {
     PS_TRY(flag, f.opt_bool("norm_topk_prob"));
     c.norm_topk_prob = flag.value_or(false);
     PS_TRY(p.moe_layer, moe_layers(f, c.n_layers));
+    // Qwen2-MoE: a shared expert beside the routed ones in every MoE layer.
+    if (p.arch == family::qwen2_moe) PS_TRY(c.shared_expert_hidden_dim, f.dim("shared_expert_intermediate_size"));
+  }
+  if (p.arch == family::mixtral) {  // every layer sparse, experts intermediate_size wide, top-k renormalised
+    PS_TRY(c.n_experts, f.dim("num_local_experts"));
+    PS_TRY(c.n_experts_used, f.dim("num_experts_per_tok"));
+    PS_TRY(c.expert_hidden_dim, f.dim("intermediate_size"));
+    if (c.n_experts_used > c.n_experts) return std::unexpected("config.json: num_experts_per_tok exceeds the expert count");
+    c.norm_topk_prob = true;
+    p.moe_layer.assign(c.n_layers, 1);
   }
   const bool any_dense = std::find(p.moe_layer.begin(), p.moe_layer.end(), 0) != p.moe_layer.end();
   if (any_dense || f.get("intermediate_size")) PS_TRY(c.hidden_dim, f.dim("intermediate_size"));

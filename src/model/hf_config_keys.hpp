@@ -11,18 +11,21 @@
 namespace pagedserve::hf {
 
 // The architectures config.json's `architectures` may name (GPT-2 is not of the Llama family).
-enum class family { llama, mistral, qwen2, qwen3, qwen3_moe, gpt2 };
+enum class family { llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, gpt2 };
 
 // A set of families, as bits.
 enum families : unsigned {
   f_llama = 1u << static_cast<unsigned>(family::llama),
   f_mistral = 1u << static_cast<unsigned>(family::mistral),
+  f_mixtral = 1u << static_cast<unsigned>(family::mixtral),
   f_qwen2 = 1u << static_cast<unsigned>(family::qwen2),
+  f_qwen2_moe = 1u << static_cast<unsigned>(family::qwen2_moe),
   f_qwen3 = 1u << static_cast<unsigned>(family::qwen3),
   f_qwen3_moe = 1u << static_cast<unsigned>(family::qwen3_moe),
   f_gpt2 = 1u << static_cast<unsigned>(family::gpt2),
-  f_qwen = f_qwen2 | f_qwen3 | f_qwen3_moe,
-  f_llama_family = f_llama | f_mistral | f_qwen,
+  f_qwen = f_qwen2 | f_qwen2_moe | f_qwen3 | f_qwen3_moe,
+  f_qwen_moe = f_qwen2_moe | f_qwen3_moe,
+  f_llama_family = f_llama | f_mistral | f_mixtral | f_qwen,
 };
 
 constexpr unsigned family_bit(family f) { return 1u << static_cast<unsigned>(f); }
@@ -36,15 +39,18 @@ struct architecture_entry {
   bool qkv_bias;             // q/k/v projections always carry biases (Qwen2)
   bool has_attention_bias;   // attention_bias = true is implemented (q/k/v/o biases)
   bool qk_norm;              // per-head q_norm / k_norm
+  double rope_theta;         // the config class's rope_theta when the config has none
 };
 
 inline constexpr architecture_entry architectures[] = {
-    {"LlamaForCausalLM", family::llama, false, 0, false, true, false},
-    {"MistralForCausalLM", family::mistral, false, 0, false, false, false},
-    {"Qwen2ForCausalLM", family::qwen2, false, 0, true, false, false},
-    {"Qwen3ForCausalLM", family::qwen3, false, 128, false, true, true},
-    {"Qwen3MoeForCausalLM", family::qwen3_moe, false, 128, false, true, true},
-    {"GPT2LMHeadModel", family::gpt2, true, 0, true, false, false},  // read by gpt2_config: biases everywhere
+    {"LlamaForCausalLM", family::llama, false, 0, false, true, false, 10000.0},
+    {"MistralForCausalLM", family::mistral, false, 0, false, false, false, 10000.0},
+    {"MixtralForCausalLM", family::mixtral, false, 0, false, false, false, 1000000.0},
+    {"Qwen2ForCausalLM", family::qwen2, false, 0, true, false, false, 10000.0},
+    {"Qwen2MoeForCausalLM", family::qwen2_moe, false, 0, true, false, false, 10000.0},  // 5.x: qkv_bias may turn them off
+    {"Qwen3ForCausalLM", family::qwen3, false, 128, false, true, true, 10000.0},
+    {"Qwen3MoeForCausalLM", family::qwen3_moe, false, 128, false, true, true, 10000.0},
+    {"GPT2LMHeadModel", family::gpt2, true, 0, true, false, false, 0.0},  // read by gpt2_config: biases everywhere
 };
 
 // Keys that shape the arithmetic and are read (with the families that read them).
@@ -73,17 +79,19 @@ inline constexpr read_key read_keys[] = {
     {"partial_rotary_factor", f_llama_family},    // must be 1
     {"attention_bias", f_llama | f_qwen3 | f_qwen3_moe},
     {"mlp_bias", f_llama},                        // must be false
-    {"sliding_window", f_mistral | f_qwen},
+    {"sliding_window", f_mistral | f_mixtral | f_qwen},
     {"use_sliding_window", f_qwen},
     {"max_window_layers", f_qwen},
-    {"layer_types", f_mistral | f_qwen},          // full_attention / sliding_attention per layer
-    {"num_experts", f_qwen3_moe},                 // 4.x
-    {"num_local_experts", f_qwen3_moe},           // 5.x
-    {"num_experts_per_tok", f_qwen3_moe},
-    {"moe_intermediate_size", f_qwen3_moe},
-    {"norm_topk_prob", f_qwen3_moe},
-    {"decoder_sparse_step", f_qwen3_moe},
-    {"mlp_only_layers", f_qwen3_moe},
+    {"layer_types", f_mistral | f_mixtral | f_qwen},  // full_attention / sliding_attention per layer
+    {"num_experts", f_qwen_moe},                  // 4.x (and Qwen2-MoE's 5.x)
+    {"num_local_experts", f_qwen3_moe | f_mixtral},  // Qwen3-MoE's 5.x, Mixtral's always
+    {"num_experts_per_tok", f_qwen_moe | f_mixtral},
+    {"moe_intermediate_size", f_qwen_moe},        // Mixtral's experts are intermediate_size wide
+    {"norm_topk_prob", f_qwen_moe},               // Mixtral always renormalises
+    {"decoder_sparse_step", f_qwen_moe},
+    {"mlp_only_layers", f_qwen_moe},
+    {"shared_expert_intermediate_size", f_qwen2_moe},
+    {"qkv_bias", f_qwen2_moe},                    // 5.x
     {"bos_token_id", f_llama_family | f_gpt2},
     {"eos_token_id", f_llama_family | f_gpt2},
     // GPT-2 (GPT2Config's names)
@@ -142,20 +150,22 @@ inline constexpr refused_key refused_keys[] = {
     {"partial_rotary_factor", f_llama_family, neutral::is_one, "RoPE over part of each head is not supported by the forward pass"},
     {"hidden_act", f_llama_family, neutral::is_silu, "only the SiLU-gated MLP is implemented"},
     {"mlp_bias", f_llama_family, neutral::is_false, "MLP biases are not supported by the forward pass"},
-    {"attention_bias", f_mistral | f_qwen2, neutral::is_false,
+    {"attention_bias", f_mistral | f_mixtral | f_qwen2 | f_qwen2_moe, neutral::is_false,
      "this architecture's attention has no such biases in transformers"},
     {"attn_logit_softcapping", f_llama_family, neutral::absent, "attention logit soft-capping is not supported by the forward pass"},
     {"final_logit_softcapping", f_llama_family, neutral::absent, "final logit soft-capping is not supported by the forward pass"},
     {"quantization_config", f_llama_family, neutral::absent,
      "pre-quantized checkpoints (GPTQ, AWQ, bitsandbytes, fp8) are not read; use the unquantized folder or a GGUF"},
-    {"shared_expert_intermediate_size", f_llama_family, neutral::absent, "shared experts (Qwen2-MoE) are not supported by the forward pass"},
+    {"shared_expert_intermediate_size", f_llama_family & ~f_qwen2_moe, neutral::absent,
+     "shared experts are Qwen2-MoE's; this architecture has none in transformers"},
     {"query_pre_attn_scalar", f_llama_family, neutral::absent, "a custom attention scale is not supported by the forward pass"},
     {"attention_multiplier", f_llama_family, neutral::absent, "Granite-style multipliers are not supported by the forward pass"},
     {"embedding_multiplier", f_llama_family, neutral::absent, "Granite-style multipliers are not supported by the forward pass"},
     {"residual_multiplier", f_llama_family, neutral::absent, "Granite-style multipliers are not supported by the forward pass"},
     {"logits_scaling", f_llama_family, neutral::absent, "Granite-style multipliers are not supported by the forward pass"},
     {"no_rope_layers", f_llama_family, neutral::absent, "layers without RoPE are not supported by the forward pass"},
-    {"use_qk_norm", f_llama | f_mistral | f_qwen2, neutral::is_false, "q/k norms are not supported for this architecture"},
+    {"use_qk_norm", f_llama | f_mistral | f_mixtral | f_qwen2 | f_qwen2_moe, neutral::is_false,
+     "q/k norms are not supported for this architecture"},
     {"sliding_window", f_llama, neutral::absent, "LlamaForCausalLM has no sliding window in transformers"},
     {"layer_types", f_llama, neutral::absent, "LlamaForCausalLM has no per-layer attention types in transformers"},
     {"activation_function", f_gpt2, neutral::is_gelu_tanh, "only the tanh-approximated GELU is implemented"},

@@ -42,23 +42,37 @@ std::expected<void, std::string> load_layer(hf::tensor_source& src, const hf::pa
   if (auto r = llama_block_attention_load(src, c, n, parts, w); !r) return r;
   if (!p.moe_layer[l]) return llama_block_dense_ffn_load(src, c, n, w);
   const int dim = c.dim, eh = c.expert_hidden_dim;
-  PS_TRY(w.router, src.matrix(mlp + "gate.weight", c.n_experts, dim));
+  if (c.shared_expert_hidden_dim > 0) {  // Qwen2-MoE's shared expert and its [1, dim] sigmoid gate
+    const int sh = c.shared_expert_hidden_dim;
+    PS_TRY(w.shared_expert.gate, src.matrix(mlp + "shared_expert.gate_proj.weight", sh, dim));
+    PS_TRY(w.shared_expert.up, src.matrix(mlp + "shared_expert.up_proj.weight", sh, dim));
+    PS_TRY(w.shared_expert.down, src.matrix(mlp + "shared_expert.down_proj.weight", dim, sh));
+    PS_TRY(w.shared_expert_gate, src.matrix(mlp + "shared_expert_gate.weight", 1, dim));
+  }
+  // Mixtral's checkpoints as published (transformers 4.x): block_sparse_moe, each expert's w1 (gate),
+  // w3 (up) and w2 (down); transformers 5 saves it as the others, under mlp.
+  const bool mixtral_4x = p.arch == hf::family::mixtral && src.has(at + "block_sparse_moe.gate.weight");
+  const std::string moe = mixtral_4x ? at + "block_sparse_moe." : mlp;
+  PS_TRY(w.router, src.matrix(moe + "gate.weight", c.n_experts, dim));
   w.experts.resize(c.n_experts);
-  if (src.has(mlp + "experts.gate_up_proj")) {
+  if (src.has(moe + "experts.gate_up_proj")) {
     // transformers 5's fused layout: gate_up_proj [experts, 2 * eh, dim] (gate rows, then up rows),
     // down_proj [experts, dim, eh].
     for (int e = 0; e < c.n_experts; ++e) {
-      PS_TRY(w.experts[e].gate, src.stacked_matrix(mlp + "experts.gate_up_proj", c.n_experts, 2 * eh, dim, e, 0, eh));
-      PS_TRY(w.experts[e].up, src.stacked_matrix(mlp + "experts.gate_up_proj", c.n_experts, 2 * eh, dim, e, eh, eh));
-      PS_TRY(w.experts[e].down, src.stacked_matrix(mlp + "experts.down_proj", c.n_experts, dim, eh, e, 0, dim));
+      PS_TRY(w.experts[e].gate, src.stacked_matrix(moe + "experts.gate_up_proj", c.n_experts, 2 * eh, dim, e, 0, eh));
+      PS_TRY(w.experts[e].up, src.stacked_matrix(moe + "experts.gate_up_proj", c.n_experts, 2 * eh, dim, e, eh, eh));
+      PS_TRY(w.experts[e].down, src.stacked_matrix(moe + "experts.down_proj", c.n_experts, dim, eh, e, 0, dim));
     }
     return {};
   }
+  const char* gate = mixtral_4x ? "w1.weight" : "gate_proj.weight";
+  const char* up = mixtral_4x ? "w3.weight" : "up_proj.weight";
+  const char* down = mixtral_4x ? "w2.weight" : "down_proj.weight";
   for (int e = 0; e < c.n_experts; ++e) {
-    const std::string ex = mlp + "experts." + std::to_string(e) + ".";
-    PS_TRY(w.experts[e].gate, src.matrix(ex + "gate_proj.weight", eh, dim));
-    PS_TRY(w.experts[e].up, src.matrix(ex + "up_proj.weight", eh, dim));
-    PS_TRY(w.experts[e].down, src.matrix(ex + "down_proj.weight", dim, eh));
+    const std::string ex = moe + "experts." + std::to_string(e) + ".";
+    PS_TRY(w.experts[e].gate, src.matrix(ex + gate, eh, dim));
+    PS_TRY(w.experts[e].up, src.matrix(ex + up, eh, dim));
+    PS_TRY(w.experts[e].down, src.matrix(ex + down, dim, eh));
   }
   return {};
 }

@@ -78,6 +78,18 @@ inline std::vector<arch_spec> arch_specs() {
     s.experts = 6, s.top_k = 3, s.moe_hidden = 17, s.sparse_step = 2;
     v.push_back(s);
   }
+  {  // Mixtral: every layer 4 experts of intermediate_size, top-2 renormalised, block_sparse_moe's w1/w2/w3
+    arch_spec s = make_spec("mixtral", "MixtralForCausalLM", 32, 24, 2, 4, 2, 0);
+    s.theta = 1e6;
+    s.experts = 4, s.top_k = 2, s.moe_hidden = 24, s.norm_topk = true;
+    v.push_back(s);
+  }
+  {  // Qwen2-MoE: q/k/v biases, top-2 not renormalised, a shared expert gated by a sigmoid
+    arch_spec s = make_spec("qwen2_moe", "Qwen2MoeForCausalLM", 32, 40, 2, 4, 2, 0);
+    s.qkv_bias = true;
+    s.experts = 4, s.top_k = 2, s.moe_hidden = 16, s.shared_hidden = 24;
+    v.push_back(s);
+  }
   return v;
 }
 

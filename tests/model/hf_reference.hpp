@@ -58,7 +58,7 @@ class hf_reference {
       }
       for (int p = 0; p < n; ++p) {
         const auto h = rmsnorm(x[p], at + "post_attention_layernorm.weight");
-        add(x[p], s_.moe_layer(l) ? moe(at + "mlp.", h) : swiglu_mlp(at + "mlp.", h));
+        add(x[p], s_.moe_layer(l) ? moe(at, h) : swiglu_mlp(at + "mlp.", h));
       }
     }
     std::vector<std::vector<double>> logits(n);
@@ -181,15 +181,20 @@ class hf_reference {
     for (std::size_t i = 0; i < x.size(); ++i) x[i] += y[i];
   }
 
-  std::vector<double> swiglu_mlp(const std::string& prefix, const std::vector<double>& x) const {
-    auto gate = matvec(prefix + "gate_proj.weight", x);
-    const auto up = matvec(prefix + "up_proj.weight", x);
+  std::vector<double> swiglu_mlp(const std::string& prefix, const std::vector<double>& x,
+                                 const std::string& gate_name = "gate_proj.weight", const std::string& up_name = "up_proj.weight",
+                                 const std::string& down_name = "down_proj.weight") const {
+    auto gate = matvec(prefix + gate_name, x);
+    const auto up = matvec(prefix + up_name, x);
     for (std::size_t i = 0; i < gate.size(); ++i) gate[i] = gate[i] / (1.0 + std::exp(-gate[i])) * up[i];
-    return matvec(prefix + "down_proj.weight", gate);
+    return matvec(prefix + down_name, gate);
   }
 
-  // Qwen3MoeSparseMoeBlock: softmax router, top-k, optional renormalisation, experts summed in id order.
-  std::vector<double> moe(const std::string& prefix, const std::vector<double>& x) const {
+  // Qwen3MoeSparseMoeBlock / MixtralSparseMoeBlock: softmax router, top-k, optional renormalisation,
+  // experts summed in id order; Qwen2MoeSparseMoeBlock then adds sigmoid(shared_expert_gate x) times its
+  // shared expert.
+  std::vector<double> moe(const std::string& layer, const std::vector<double>& x) const {
+    const std::string prefix = layer + s_.moe_prefix();
     auto probs = matvec(prefix + "gate.weight", x);
     softmax(probs);
     std::vector<int> order(probs.size());
@@ -202,8 +207,14 @@ class hf_reference {
     std::vector<double> out(x.size(), 0.0);
     for (int e : order) {
       const double w = s_.norm_topk ? probs[e] / sum : probs[e];
-      const auto y = swiglu_mlp(prefix + "experts." + std::to_string(e) + ".", x);
+      const auto y = swiglu_mlp(prefix + "experts." + std::to_string(e) + ".", x, s_.expert_gate(), s_.expert_up(),
+                                s_.expert_down());
       for (std::size_t i = 0; i < out.size(); ++i) out[i] += w * y[i];
+    }
+    if (s_.shared_hidden > 0) {
+      const double g = 1.0 / (1.0 + std::exp(-matvec(layer + "mlp.shared_expert_gate.weight", x)[0]));
+      const auto y = swiglu_mlp(layer + "mlp.shared_expert.", x);
+      for (std::size_t i = 0; i < out.size(); ++i) out[i] += g * y[i];
     }
     return out;
   }

@@ -34,6 +34,7 @@ struct arch_spec {
   double factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0;
   int original_max_pos = 32;
   int experts = 0, top_k = 0, moe_hidden = 0, sparse_step = 1;
+  int shared_hidden = 0;  // Qwen2-MoE: the shared expert's width
   bool norm_topk = false;
   std::vector<int> mlp_only_layers;
   // Sliding-window attention: Mistral's sliding_window, or Qwen's with use_sliding_window from
@@ -50,6 +51,13 @@ struct arch_spec {
   int window(int layer) const { return slides(layer) ? sliding_window : 0; }
 
   int hd() const { return head_dim > 0 ? head_dim : dim / heads; }
+  bool mixtral() const { return architecture == "MixtralForCausalLM"; }
+  // Where a MoE layer's router and experts are, and an expert's projections' names: Mixtral's checkpoints
+  // (transformers 4.x) keep block_sparse_moe with w1 (gate), w3 (up), w2 (down).
+  std::string moe_prefix() const { return mixtral() ? "block_sparse_moe." : "mlp."; }
+  std::string expert_gate() const { return mixtral() ? "w1.weight" : "gate_proj.weight"; }
+  std::string expert_up() const { return mixtral() ? "w3.weight" : "up_proj.weight"; }
+  std::string expert_down() const { return mixtral() ? "w2.weight" : "down_proj.weight"; }
   bool moe_layer(int l) const {
     for (int d : mlp_only_layers)
       if (d == l) return false;
@@ -80,7 +88,8 @@ enum class config_style { v4, v5 };
 
 inline std::string spec_config_json(const arch_spec& s, config_style style = config_style::v4) {
   const bool v5 = style == config_style::v5;
-  const bool qwen = s.architecture.rfind("Qwen", 0) == 0, mistral = s.architecture == "MistralForCausalLM";
+  const bool qwen = s.architecture.rfind("Qwen", 0) == 0, qwen2_moe = s.architecture == "Qwen2MoeForCausalLM";
+  const bool mistral = s.architecture == "MistralForCausalLM" || s.mixtral();
   auto num = [](double v) { return std::to_string(v); };
   std::string j = "{\"architectures\": [\"" + s.architecture + "\"], \"hidden_size\": " + std::to_string(s.dim) +
                   ", \"intermediate_size\": " + std::to_string(s.hidden) +
@@ -94,7 +103,7 @@ inline std::string spec_config_json(const arch_spec& s, config_style style = con
                   ", \"bos_token_id\": 1, \"eos_token_id\": [2, 3], \"initializer_range\": 0.02, \"use_cache\": true" +
                   ", \"attention_dropout\": 0.0, \"transformers_version\": \"" + (v5 ? "5.0.0" : "4.51.3") + "\"" +
                   (v5 ? ", \"dtype\": \"bfloat16\"" : ", \"torch_dtype\": \"bfloat16\"");
-  if (s.attention_bias || (!mistral && s.architecture != "Qwen2ForCausalLM")) 
+  if (s.attention_bias || (!mistral && s.architecture != "Qwen2ForCausalLM" && !qwen2_moe))
     j += std::string(", \"attention_bias\": ") + (s.attention_bias ? "true" : "false");
   if (s.head_dim > 0) j += ", \"head_dim\": " + std::to_string(s.head_dim);
   std::string scaling;  // the rope dict's scaling keys, without braces
@@ -111,14 +120,20 @@ inline std::string spec_config_json(const arch_spec& s, config_style style = con
          (scaling.empty() ? "\"rope_type\": \"default\"" : scaling) + "}";
   else
     j += ", \"rope_theta\": " + num(s.theta) + ", \"rope_scaling\": " + (scaling.empty() ? "null" : "{" + scaling + "}");
-  if (s.experts > 0) {
-    j += std::string(v5 ? ", \"num_local_experts\": " : ", \"num_experts\": ") + std::to_string(s.experts) +
+  if (s.mixtral()) {  // the experts are intermediate_size wide; top-k always renormalised
+    j += ", \"num_local_experts\": " + std::to_string(s.experts) + ", \"num_experts_per_tok\": " +
+         std::to_string(s.top_k) + ", \"output_router_logits\": false, \"router_aux_loss_coef\": 0.02" +
+         ", \"router_jitter_noise\": 0.0";
+  } else if (s.experts > 0) {
+    j += std::string(v5 && !qwen2_moe ? ", \"num_local_experts\": " : ", \"num_experts\": ") + std::to_string(s.experts) +
          ", \"num_experts_per_tok\": " + std::to_string(s.top_k) +
          ", \"moe_intermediate_size\": " + std::to_string(s.moe_hidden) +
          ", \"norm_topk_prob\": " + (s.norm_topk ? "true" : "false") +
          ", \"decoder_sparse_step\": " + std::to_string(s.sparse_step) + ", \"mlp_only_layers\": [";
     for (std::size_t i = 0; i < s.mlp_only_layers.size(); ++i) j += (i ? "," : "") + std::to_string(s.mlp_only_layers[i]);
     j += "], \"output_router_logits\": false, \"router_aux_loss_coef\": 0.001";
+    if (s.shared_hidden > 0) j += ", \"shared_expert_intermediate_size\": " + std::to_string(s.shared_hidden);
+    if (qwen2_moe && v5) j += ", \"qkv_bias\": true";
   }
   if (mistral)
     j += ", \"sliding_window\": " + (s.sliding_window > 0 ? std::to_string(s.sliding_window) : std::string("null"));
@@ -183,12 +198,18 @@ inline tensor_map spec_random_tensors(const arch_spec& s, dtype type, std::uint3
     add(at + "post_attention_layernorm.weight", {s.dim}, 0.8f, 1.2f);
     if (s.moe_layer(l)) {
       const float a = 6.0f / std::sqrt(static_cast<float>(s.dim));  // a wide router: well-separated top-k
-      add(at + "mlp.gate.weight", {s.experts, s.dim}, -a, a);
+      add(at + s.moe_prefix() + "gate.weight", {s.experts, s.dim}, -a, a);
       for (int e = 0; e < s.experts; ++e) {
-        const std::string ex = at + "mlp.experts." + std::to_string(e) + ".";
-        linear(ex + "gate_proj.weight", s.moe_hidden, s.dim);
-        linear(ex + "up_proj.weight", s.moe_hidden, s.dim);
-        linear(ex + "down_proj.weight", s.dim, s.moe_hidden);
+        const std::string ex = at + s.moe_prefix() + "experts." + std::to_string(e) + ".";
+        linear(ex + s.expert_gate(), s.moe_hidden, s.dim);
+        linear(ex + s.expert_up(), s.moe_hidden, s.dim);
+        linear(ex + s.expert_down(), s.dim, s.moe_hidden);
+      }
+      if (s.shared_hidden > 0) {
+        linear(at + "mlp.shared_expert.gate_proj.weight", s.shared_hidden, s.dim);
+        linear(at + "mlp.shared_expert.up_proj.weight", s.shared_hidden, s.dim);
+        linear(at + "mlp.shared_expert.down_proj.weight", s.dim, s.shared_hidden);
+        linear(at + "mlp.shared_expert_gate.weight", 1, s.dim);
       }
     } else {
       linear(at + "mlp.gate_proj.weight", s.hidden, s.dim);
@@ -201,24 +222,29 @@ inline tensor_map spec_random_tensors(const arch_spec& s, dtype type, std::uint3
   return m;
 }
 
-// The same experts in transformers 5's fused layout: per MoE layer, experts.gate_up_proj
-// [experts, 2 * moe_hidden, dim] (each expert's gate rows, then its up rows) and experts.down_proj
-// [experts, dim, moe_hidden], in place of the per-expert tensors.
+// The same experts in transformers 5's fused layout: per MoE layer, mlp.experts.gate_up_proj
+// [experts, 2 * moe_hidden, dim] (each expert's gate rows, then its up rows) and mlp.experts.down_proj
+// [experts, dim, moe_hidden], in place of the per-expert tensors; Mixtral's router moves to mlp.gate.
 inline tensor_map fuse_expert_tensors(const arch_spec& s, tensor_map m) {
   for (int l = 0; l < s.layers; ++l) {
     if (!s.moe_layer(l)) continue;
-    const std::string at = "model.layers." + std::to_string(l) + ".mlp.experts.";
+    const std::string layer = "model.layers." + std::to_string(l) + ".";
+    const std::string from = layer + s.moe_prefix() + "experts.", at = layer + "mlp.experts.";
+    if (s.mixtral()) {
+      m[layer + "mlp.gate.weight"] = m.at(layer + "block_sparse_moe.gate.weight");
+      m.erase(layer + "block_sparse_moe.gate.weight");
+    }
     test_tensor gate_up{{s.experts, 2 * s.moe_hidden, s.dim}, {}}, down{{s.experts, s.dim, s.moe_hidden}, {}};
     for (int e = 0; e < s.experts; ++e) {
-      const std::string ex = at + std::to_string(e) + ".";
-      for (const char* part : {"gate_proj.weight", "up_proj.weight"}) {
+      const std::string ex = from + std::to_string(e) + ".";
+      for (const std::string& part : {s.expert_gate(), s.expert_up()}) {
         auto& v = m.at(ex + part).values;
         gate_up.values.insert(gate_up.values.end(), v.begin(), v.end());
         m.erase(ex + part);
       }
-      auto& v = m.at(ex + "down_proj.weight").values;
+      auto& v = m.at(ex + s.expert_down()).values;
       down.values.insert(down.values.end(), v.begin(), v.end());
-      m.erase(ex + "down_proj.weight");
+      m.erase(ex + s.expert_down());
     }
     m[at + "gate_up_proj"] = std::move(gate_up);
     m[at + "down_proj"] = std::move(down);
