@@ -439,16 +439,22 @@ std::expected<std::shared_ptr<const model>, std::string> gguf_model_from(const g
   return m;
 }
 
-std::expected<std::shared_ptr<const model>, std::string> gguf_model_load(const std::filesystem::path& path,
-                                                                         const model_load_options& options) {
+std::expected<gguf_file, std::string> gguf_file_map(const std::filesystem::path& path) {
   load_phase map_phase("mapping the GGUF file");
   auto file = gguf_file::open(path);
-  if (!file) return std::unexpected(file.error());
+  if (!file) return file;
   std::uint64_t bytes = 0;
   for (const auto& t : file->tensors()) bytes += t.n_bytes.value_or(0);
   const std::string splits = file->n_splits() > 1 ? fmt::format(" ({} splits)", file->n_splits()) : "";
   map_phase.finish(fmt::format("mapped GGUF file {}{}, {} tensors, {},", path.filename().string(), splits,
                                file->tensors().size(), bytes_text(bytes)));
+  return file;
+}
+
+std::expected<std::shared_ptr<const model>, std::string> gguf_model_load(const std::filesystem::path& path,
+                                                                         const model_load_options& options) {
+  auto file = gguf_file_map(path);
+  if (!file) return std::unexpected(file.error());
   return gguf_model_from(*file, options);
 }
 

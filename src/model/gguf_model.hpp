@@ -23,6 +23,9 @@ namespace pagedserve {
 // type is not supported (with its ggml type number).
 std::expected<std::shared_ptr<const model>, std::string> gguf_model_load(const std::filesystem::path& path,
                                                                          const model_load_options& options = {});
+// The file (every split of a split model) mapped and its metadata read, as a load phase: for loading
+// the model and its tokenizer from one mapping (gguf_model_from, gguf_tokenizer_from).
+std::expected<gguf_file, std::string> gguf_file_map(const std::filesystem::path& path);
 std::expected<std::shared_ptr<const model>, std::string> gguf_model_from(const gguf_file& file,
                                                                          const model_load_options& options = {});
 

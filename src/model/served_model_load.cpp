@@ -24,19 +24,20 @@ bool gguf_file_is(const std::filesystem::path& path) {
 
 namespace {
 
-// A GGUF file carries its tokenizer and chat template; the model's EOS ids came from it already.
-std::expected<served_model, std::string> served_gguf(const std::filesystem::path& path,
-                                                     std::shared_ptr<const model> weights) {
+// A GGUF file carries its weights, tokenizer and chat template: all read from one mapping.
+std::expected<served_model, std::string> served_gguf(const std::filesystem::path& path, const model_load_options& options) {
+  auto file = gguf_file_map(path);
+  if (!file) return std::unexpected("cannot load model: " + file.error());
+  auto weights = gguf_model_from(*file, options);
+  if (!weights) return std::unexpected("cannot load model: " + weights.error());
   load_phase phase("reading the GGUF tokenizer");
-  auto file = gguf_file::open(path);
-  if (!file) return std::unexpected(file.error());
   auto tok = gguf_tokenizer_from(*file);
   if (!tok) return std::unexpected("cannot load tokenizer: " + tok.error());
   phase.finish(fmt::format("read the GGUF tokenizer ({} tokens)", (*tok)->vocab_size()));
-  if ((*tok)->vocab_size() > weights->config.vocab_size)
+  if ((*tok)->vocab_size() > (*weights)->config.vocab_size)
     return std::unexpected(path.string() + ": the tokenizer has " + std::to_string((*tok)->vocab_size()) +
-                           " tokens but the model only " + std::to_string(weights->config.vocab_size));
-  served_model out{std::move(weights), std::move(*tok), nullptr};
+                           " tokens but the model only " + std::to_string((*weights)->config.vocab_size));
+  served_model out{std::move(*weights), std::move(*tok), nullptr};
   if (auto text = gguf_chat_template(*file)) {
     load_phase template_phase("parsing the chat template");
     auto renderer = chat_template::parse(*text);
@@ -118,9 +119,10 @@ std::expected<served_model, std::string> served_model_load_files(const model_pat
   const std::filesystem::path model_path = paths.model;
   const std::optional<weight_format> format = weight_format_parse(paths.quantize);
   if (!format) return std::unexpected("unknown weight format '" + paths.quantize + "' (none, f32, bf16, int8 or int4)");
-  auto m = model_load_any(model_path, {.weights = *format, .progress = progress});
+  const model_load_options options{.weights = *format, .progress = progress};
+  if (paths.tokenizer.empty() && gguf_file_is(model_path)) return served_gguf(model_path, options);
+  auto m = model_load_any(model_path, options);
   if (!m) return std::unexpected("cannot load model: " + m.error());
-  if (paths.tokenizer.empty() && gguf_file_is(model_path)) return served_gguf(model_path, std::move(*m));
   // A folder carries its tokenizer; a llama2.c checkpoint looks for tokenizer.bin beside it.
   const bool is_dir = std::filesystem::is_directory(model_path);
   std::filesystem::path tok_path = paths.tokenizer;
