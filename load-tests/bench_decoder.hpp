@@ -68,27 +68,15 @@ class decoder {
       }
       const auto& e = l.experts[0];
       per_token += size(l.router) + c.n_experts_used * (size(e.gate) + size(e.up) + size(e.down));
+      const auto& sh = l.shared_expert;
+      if (l.has_shared_expert()) per_token += size(l.shared_expert_gate) + size(sh.gate) + size(sh.up) + size(sh.down);
     }
     return 2.0 * streams_ * per_token;
   }
 
-  // Bytes of weights one decode step reads: the chosen experts are approximated by all experts any
-  // token could pick (min(streams * top_k, n_experts)) per MoE layer.
-  double bytes_per_step() const {
-    const model_config& c = m_.config;
-    double total = static_cast<double>(m_.classifier.n_bytes());
-    for (const layer_weights& l : m_.layers) {
-      total += static_cast<double>(l.wq.n_bytes() + l.wk.n_bytes() + l.wv.n_bytes() + l.wo.n_bytes());
-      if (!l.is_moe()) {
-        total += static_cast<double>(l.w_gate.n_bytes() + l.w_up.n_bytes() + l.w_down.n_bytes());
-        continue;
-      }
-      const int used = std::min(streams_ * c.n_experts_used, c.n_experts);
-      const auto& e = l.experts[0];
-      total += static_cast<double>(l.router.n_bytes()) + used * static_cast<double>(e.gate.n_bytes() + e.up.n_bytes() + e.down.n_bytes());
-    }
-    return total;
-  }
+  // Bytes of weights one decode step reads (model_step_weight_bytes): the chosen experts are approximated
+  // by all experts any token could pick (min(streams * top_k, n_experts)) per MoE layer.
+  double bytes_per_step() const { return model_step_weight_bytes(m_, streams_); }
 
  private:
   void append(step_batch& b, int s, int first, int count) const {

@@ -54,8 +54,9 @@ inline std::shared_ptr<const model> model_for_bench_table(std::shared_ptr<const 
   else gather(out->token_embedding);
   for (layer_weights& l : out->layers) {
     for (weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) gather(*w);
-    for (expert_weights& e : l.experts)
+    l.for_each_expert([&](expert_weights& e) {
       for (weight* w : {&e.gate, &e.up, &e.down}) gather(*w);
+    });
   }
   return out;
 }

@@ -1,8 +1,8 @@
 // decode-limit MODEL [--quantization Q] [--kv-cache-dtype T]: the decode speed a model's memory
 // traffic allows on this machine. Loads the model (mapped as stored, or converted as the server's
 // --quantization does: the bytes counted are the ones served), sums the bytes one token streams
-// (every attention matrix, the router, n_experts_used of n_experts experts at their average size, one
-// embedding row, the classifier), measures the read bandwidth in this process (membw.hpp; it drifts
+// (model_step_weight_bytes of one token: every attention matrix, the router, a shared expert, n_experts_used
+// of n_experts experts at their average size, the classifier; and one embedding row), measures the read bandwidth in this process (membw.hpp; it drifts
 // on a VM, so scripts run this in the same session as their benchmark) and prints
 //   active_bytes_per_token <B>  read_bandwidth_gbps <G>  limit_tok_s <G / B>  kv_bytes_per_position <K>
 // K: the K/V one attended position adds to a step's reads (all layers), so a script's roofline at
@@ -28,14 +28,8 @@ int main(int argc, char** argv) {
   }
   const pagedserve::model& model = **m;
   const pagedserve::model_config& c = model.config;
-  double bytes = static_cast<double>(model.token_embedding.n_bytes()) / c.vocab_size + model.classifier.n_bytes();
-  for (const pagedserve::layer_weights& l : model.layers) {
-    for (const pagedserve::weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router})
-      bytes += static_cast<double>(w->n_bytes());
-    double experts = 0;
-    for (const pagedserve::expert_weights& e : l.experts) experts += static_cast<double>(e.gate.n_bytes() + e.up.n_bytes() + e.down.n_bytes());
-    if (!l.experts.empty()) bytes += experts / static_cast<double>(l.experts.size()) * c.n_experts_used;
-  }
+  const double bytes =
+      static_cast<double>(model.token_embedding.n_bytes()) / c.vocab_size + pagedserve::model_step_weight_bytes(model, 1);
   const double kv_bytes = static_cast<double>(pagedserve::kv_cache::bytes_per_token(
       c.n_layers, c.n_kv_heads, c.head_size(), pagedserve::kv_cache_type(o.kv_cache_dtype)));
   const double gbps = pagedserve::bench::read_bandwidth_gbps();

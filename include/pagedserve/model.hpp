@@ -176,6 +176,11 @@ struct model {
 // weights occupy in memory, mapped or owned, and about what one decode step streams for a dense model.
 std::uint64_t model_weight_bytes(const model& m);
 
+// The weight bytes one decode step of n_tokens tokens streams (the embedding rows aside): every attention
+// and dense matrix and the classifier, and per MoE layer its router, its shared expert, and
+// min(n_tokens * top_k, n_experts) of its experts at their average size (the experts any token may pick).
+double model_step_weight_bytes(const model& m, int n_tokens);
+
 // Which dtype matrices have in memory after loading.
 enum class weight_format {
   as_stored,  // as the file has them (mmapped, no copy): f32, bf16, f16 or a GGUF's block formats

@@ -235,6 +235,22 @@ std::uint64_t model_weight_bytes(const model& m) {
   return bytes;
 }
 
+double model_step_weight_bytes(const model& m, int n_tokens) {
+  const model_config& c = m.config;
+  const auto bytes = [](const expert_weights& e) { return static_cast<double>(e.gate.n_bytes() + e.up.n_bytes() + e.down.n_bytes()); };
+  double total = static_cast<double>(m.classifier.n_bytes());
+  for (const layer_weights& l : m.layers) {
+    for (const weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router, &l.shared_expert_gate})
+      total += static_cast<double>(w->n_bytes());
+    if (l.has_shared_expert()) total += bytes(l.shared_expert);
+    if (l.experts.empty()) continue;
+    double experts = 0;
+    for (const expert_weights& e : l.experts) experts += bytes(e);
+    total += experts / static_cast<double>(l.experts.size()) * std::min(n_tokens * c.n_experts_used, c.n_experts);
+  }
+  return total;
+}
+
 std::optional<weight_format> weight_format_parse(std::string_view name) {
   if (name == "none") return weight_format::as_stored;
   if (name == "f32") return weight_format::f32;
