@@ -69,8 +69,8 @@ void gguf_random_define(CLI::App& app, gguf_random_options& o) {
   app.add_option("out", o.out, "GGUF file to write")->required()->type_name("OUT");
   app.add_option("arch", c.architecture, "architecture")
       ->required()
-      ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "qwen3moe"}).description(""))
-      ->type_name("llama|qwen2|qwen3|qwen3moe");
+      ->check(CLI::IsMember({"llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe"}).description(""))
+      ->type_name("llama|qwen2|qwen2moe|qwen3|qwen3moe");
   cli_add_parsed(app, "recipe", o.recipe,
                  [](std::string_view name) -> std::expected<gguf_recipe, std::string> {
                    if (auto r = gguf_recipe_parse(name)) return *r;
@@ -94,6 +94,10 @@ void gguf_random_define(CLI::App& app, gguf_random_options& o) {
   add_untied_and_seed(app, c, o.seed);
   app.add_option("tokenizer", o.tokenizer, "a llama2.c vocabulary to embed (default: bytes plus synthetic words)")
       ->type_name("TOKENIZER.bin");
+  app.add_option("--shared-expert-hidden-dim", c.shared_expert_hidden_dim,
+                 "qwen2moe's shared expert width (Qwen1.5-MoE-A2.7B: 5632); its top-k weights are not renormalised")
+      ->check(CLI::PositiveNumber)
+      ->type_name("N");
   app.add_option("--splits", o.splits,
                  "write a split model of N files, as llama.cpp's gguf-split does: OUT names the first, which must end "
                  "-00001-of-0000N.gguf")
@@ -106,13 +110,17 @@ void gguf_random_define(CLI::App& app, gguf_random_options& o) {
         throw CLI::ValidationError("--splits " + std::to_string(o.splits) + ": OUT must name the first split, " +
                                    gguf_split_path("NAME", 0, o.splits).string());
     }
-    // Experts: qwen3moe always, llama as Mixtral; qwen2 / qwen3 are dense.
-    const bool experts_allowed = c.architecture == "qwen3moe" || c.architecture == "llama";
-    if ((c.n_experts > 0 && !experts_allowed) || (c.n_experts == 0 && c.architecture == "qwen3moe") ||
-        c.n_heads % c.n_kv_heads != 0 || c.head_size() % 2 != 0 || c.n_experts_used > c.n_experts || c.vocab_size < 260)
+    // Experts: qwen3moe and qwen2moe always (qwen2moe's shared expert too), llama as Mixtral; qwen2 / qwen3 are dense.
+    const bool moe_arch = c.architecture == "qwen3moe" || c.architecture == "qwen2moe";
+    const bool experts_allowed = moe_arch || c.architecture == "llama";
+    if ((c.n_experts > 0 && !experts_allowed) || (c.n_experts == 0 && moe_arch) ||
+        (c.shared_expert_hidden_dim > 0) != (c.architecture == "qwen2moe") || c.n_heads % c.n_kv_heads != 0 ||
+        c.head_size() % 2 != 0 || c.n_experts_used > c.n_experts || c.vocab_size < 260)
       throw CLI::ValidationError(
-          "need experts for qwen3moe, none for qwen2 / qwen3 (llama: Mixtral's with, or none), n_kv_heads | n_heads, an "
-          "even head size, n_experts_used <= n_experts, vocab_size >= 260");
+          "need experts for qwen3moe and qwen2moe, none for qwen2 / qwen3 (llama: Mixtral's with, or none), "
+          "--shared-expert-hidden-dim for qwen2moe only, n_kv_heads | n_heads, an even head size, n_experts_used <= "
+          "n_experts, vocab_size >= 260");
+    if (c.architecture == "qwen2moe") c.norm_topk_prob = false;
   });
 }
 

@@ -100,6 +100,15 @@ TEST(ToolsCli, BadOrMissingArgumentsAreNamed) {
                           "0", "0", "0", "3"});
   ASSERT_FALSE(no_experts);
   EXPECT_NE(no_experts.error().text.find("need experts for qwen3moe"), std::string::npos) << no_experts.error().text;
+  auto no_shared = gguf({"--gguf", "m.gguf", "qwen2moe", "Q8_0", "256", "512", "2", "4", "4", "0", "512", "256", "4",
+                         "2", "64", "0", "3"});
+  ASSERT_FALSE(no_shared);
+  EXPECT_NE(no_shared.error().text.find("--shared-expert-hidden-dim for qwen2moe"), std::string::npos) << no_shared.error().text;
+  auto qwen2moe = gguf({"--gguf", "m.gguf", "qwen2moe", "Q8_0", "256", "512", "2", "4", "4", "0", "512", "256", "4",
+                        "2", "64", "0", "3", "--shared-expert-hidden-dim", "512"});
+  ASSERT_TRUE(qwen2moe) << qwen2moe.error().text;
+  EXPECT_EQ(qwen2moe->config.shared_expert_hidden_dim, 512);
+  EXPECT_FALSE(qwen2moe->config.norm_topk_prob);
   auto mixtral = gguf({"--gguf", "m.gguf", "llama", "Q8_0", "256", "512", "2", "4", "4", "0", "512", "256", "4", "2",
                        "64", "0", "3"});
   ASSERT_TRUE(mixtral) << mixtral.error().text;  // llama with experts: Mixtral
