@@ -146,7 +146,9 @@ server_decode() {
   local blocks=$(( streams * ((prompt_tokens + gen_tokens + 15) / 16 + 1) ))
   # shellcheck source=load-tests/server_lib.sh
   . "$root/load-tests/server_lib.sh"
-  start_server "$log" --model "$path" --tokenizer "$tokenizer" --quantize "$server_quantize" \
+  # The file's own tokenizer (this script's files embed tokenizer.bin's): the server reads it from the
+  # file (--tokenizer ""), loadgen too, for prompts of exact token lengths.
+  start_server "$log" --model "$path" --tokenizer "" --quantize "$server_quantize" \
     --kv-blocks "$blocks" --max-num-seqs "$streams"
   until grep -q "allocated the KV pool" "$log"; do
     kill -0 "$server" 2>/dev/null || { cat "$log" >&2; exit 1; }
@@ -154,7 +156,7 @@ server_decode() {
   done
   wait_quiet
   "$loadgen" --target "ws://127.0.0.1:$port/v1/ws" --concurrency "$streams" --num-requests "$streams" \
-    --prompt-tokens "$prompt_tokens" --max-tokens "$gen_tokens" --ignore-eos --tokenizer "$tokenizer" \
+    --prompt-tokens "$prompt_tokens" --max-tokens "$gen_tokens" --ignore-eos --tokenizer "$path" \
     --label "pagedserve $file" --out "$out" > "$scratch/loadgen-$1-$2.txt" 2>&1 \
     || { echo "loadgen failed:" >&2; tail -5 "$scratch/loadgen-$1-$2.txt" >&2; }
   # shellcheck disable=SC2046
@@ -164,7 +166,7 @@ server_decode() {
   if [ "$prefill_tokens" -gt 0 ]; then
     wait_quiet
     "$loadgen" --target "ws://127.0.0.1:$port/v1/ws" --concurrency 1 --num-requests 3 \
-      --prompt-tokens "$prefill_tokens" --max-tokens 1 --ignore-eos --tokenizer "$tokenizer" \
+      --prompt-tokens "$prefill_tokens" --max-tokens 1 --ignore-eos --tokenizer "$path" \
       --label "pagedserve $file prefill" --out "$out.prefill" > "$scratch/loadgen-$1-$2-prefill.txt" 2>&1 \
       || { echo "loadgen (prefill) failed:" >&2; tail -5 "$scratch/loadgen-$1-$2-prefill.txt" >&2; }
     # shellcheck disable=SC2046

@@ -12,6 +12,7 @@
 #include "loadgen/report.hpp"
 #include "loadgen/runner.hpp"
 #include "loadgen/soak.hpp"
+#include "tokenizer/hf_tokenizer.hpp"
 #include "loadgen/workload.hpp"
 
 using namespace pagedserve;
@@ -47,14 +48,8 @@ std::expected<prompt_builder, std::string> prompts_make(const options& o) {
     corpus = text.str();
   }
   std::shared_ptr<const tokenizer> tok;
-  if (!o.tokenizer_path.empty()) {
-    int vocab = o.vocab_size;
-    if (vocab == 0) {
-      auto n = llama2c_tokenizer_count(o.tokenizer_path);
-      if (!n) return std::unexpected(n.error());
-      vocab = *n;
-    }
-    auto loaded = llama2c_tokenizer_load(o.tokenizer_path, vocab);
+  if (!o.tokenizer_path.empty()) {  // a llama2.c tokenizer.bin, a GGUF's embedded one, or a tokenizer.json
+    auto loaded = tokenizer_load_any(o.tokenizer_path, o.vocab_size);
     if (!loaded) return std::unexpected("cannot load tokenizer: " + loaded.error());
     tok = std::move(*loaded);
   }

@@ -277,7 +277,7 @@ void define_workload(CLI::App& app, options& o) {
   app.add_option("--seed", o.seed, "seeds lengths, arrivals, soak actions and each request's sampling seed")
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{9'000'000'000'000'000}))
       ->group("Workload");
-  app.add_option("--tokenizer", o.tokenizer_path, "llama2.c tokenizer: prompts of exact token length, unique per request")
+  app.add_option("--tokenizer", o.tokenizer_path, "a tokenizer (llama2.c tokenizer.bin, a GGUF's, tokenizer.json or its folder): prompts of exact token length, unique per request")
       ->type_name("T.bin")
       ->group("Workload");
   app.add_option("--vocab-size", o.vocab_size, "of that tokenizer (0 = counted from the file)")
