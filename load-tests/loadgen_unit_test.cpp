@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <set>
 
@@ -13,6 +15,8 @@
 #include "loadgen/workload.hpp"
 #include "support/cli_help_check.hpp"
 #include "support/test_paths.hpp"
+#include "model/gguf_model.hpp"
+#include "model/gguf_random_model.hpp"
 
 namespace pagedserve::loadgen {
 namespace {
@@ -307,6 +311,26 @@ TEST(LoadgenWorkload, PromptsHaveExactTokenCountsAndDiffer) {
   EXPECT_EQ(ta.size(), 100u);
   EXPECT_EQ(tb.size(), 100u);
   EXPECT_TRUE(std::equal(ta.begin(), ta.begin() + 48, tb.begin())) << "the shared prefix must be 48 identical tokens";
+}
+
+// A byte-fallback vocabulary (gguf_add_synthetic_vocab's: no piece matches English, every space is the
+// 3 bytes of U+2581) skips two counts at each word boundary; prompts still come out exact.
+TEST(LoadgenWorkload, ExactCountsFromAByteFallbackVocabulary) {
+  gguf_writer w;
+  gguf_add_synthetic_vocab(w, 600);
+  const auto path = std::filesystem::temp_directory_path() / ("loadgen_bytes_" + std::to_string(::getpid()) + ".gguf");
+  ASSERT_TRUE(w.write(path).has_value());
+  auto tok = gguf_tokenizer_load(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(tok) << tok.error();
+  std::shared_ptr<const tokenizer> shared_tok = std::move(*tok);
+  auto builder = prompt_builder::make(std::string(builtin_corpus()), shared_tok, 0);
+  ASSERT_TRUE(builder) << builder.error();
+  for (int n = 16; n <= 64; ++n) {
+    auto spec = builder->build(n, n);
+    ASSERT_TRUE(spec) << n << ": " << spec.error();
+    EXPECT_EQ(static_cast<int>(shared_tok->encode(spec->prompt, true).size()), n) << spec->prompt;
+  }
 }
 
 TEST(LoadgenReport, JsonWriterOutputParses) {

@@ -75,12 +75,17 @@ std::expected<std::string, std::string> prompt_builder::fit(std::string head, st
     const std::string_view cut = std::string_view(text).substr(0, len);
     if (len >= head.size() && !cut.ends_with(' ') && count(cut) == n) return std::string(cut);
   }
-  // Rare: every cut jumps over n. Add one short filler to the longest cut below n.
+  // Rare: every cut jumps over n (a byte-fallback vocabulary spends 3 tokens on each space). Fill the
+  // longest cut up to 3 tokens below n with as many one-token pieces as are missing.
   for (std::size_t len = lo; len-- > head.size();) {
     const std::string base = text.substr(0, len);
-    if (count(base) != n - 1) continue;
-    for (const char* filler : {".", ",", "!", " a", " I", "a", "e"})
-      if (count(base + filler) == n) return base + filler;
+    const int missing = n - count(base);
+    if (missing < 1 || missing > 3) continue;
+    for (const char* filler : {".", ",", "!", " a", " I", "a", "e"}) {
+      std::string filled = base;
+      for (int i = 0; i < missing; ++i) filled += filler;
+      if (count(filled) == n) return filled;
+    }
   }
   return std::unexpected("found no text of exactly " + std::to_string(n) + " tokens");
 }
