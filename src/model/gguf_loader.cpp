@@ -51,6 +51,14 @@ std::expected<double, std::string> number_or(const gguf_file& f, const std::stri
   return f.find(key) ? f.get_float(key) : std::expected<double, std::string>(fallback);
 }
 
+// {arch}.expert_count and expert_used_count, the second no larger than the first.
+std::expected<void, std::string> read_expert_counts(const gguf_file& f, const std::string& p, model_config& c) {
+  PS_TRY(c.n_experts, dim_of(f, p + "expert_count"));
+  PS_TRY(c.n_experts_used, dim_of(f, p + "expert_used_count"));
+  if (c.n_experts_used > c.n_experts) return std::unexpected(f.name() + ": expert_used_count exceeds expert_count");
+  return {};
+}
+
 // {arch}.rope.scaling.*, as convert_hf_to_gguf.py writes HF's rope_scaling: linear (positions /
 // factor) or YaRN (Qwen's long-context files): the ramp between beta_fast and beta_slow rotations over
 // original_context_length (llama.cpp's default: the context length), cos / sin scaled by HF's
@@ -172,10 +180,8 @@ std::expected<gguf_arch, std::string> read_config(const gguf_file& f) {
   a = *with_vocab;
 
   if (a.arch == family::qwen3moe) {
-    PS_TRY(c.n_experts, dim_of(f, p + "expert_count"));
-    PS_TRY(c.n_experts_used, dim_of(f, p + "expert_used_count"));
+    if (auto r = read_expert_counts(f, p, c); !r) return std::unexpected(r.error());
     PS_TRY(c.expert_hidden_dim, dim_of(f, p + "expert_feed_forward_length"));
-    if (c.n_experts_used > c.n_experts) return fail("expert_used_count exceeds expert_count");
     c.norm_topk_prob = true;  // llama.cpp's qwen3moe graph always renormalises the top-k weights
     if (f.find(p + "expert_weights_norm")) PS_TRY(c.norm_topk_prob, f.get_bool(p + "expert_weights_norm"));
     if (f.find(p + "feed_forward_length")) PS_TRY(c.hidden_dim, dim_of(f, p + "feed_forward_length"));
@@ -183,21 +189,17 @@ std::expected<gguf_arch, std::string> read_config(const gguf_file& f) {
     // Qwen1.5-MoE / Qwen2-MoE: qwen2 attention; top-k of a softmax router, not renormalised (llama.cpp's
     // qwen2moe graph, HF's norm_topk_prob default), plus a shared expert every token runs, gated by
     // sigmoid(ffn_gate_inp_shexp x). Layers without a router are dense (feed_forward_length).
-    PS_TRY(c.n_experts, dim_of(f, p + "expert_count"));
-    PS_TRY(c.n_experts_used, dim_of(f, p + "expert_used_count"));
+    if (auto r = read_expert_counts(f, p, c); !r) return std::unexpected(r.error());
     PS_TRY(c.hidden_dim, dim_of(f, p + "feed_forward_length"));
     PS_TRY(c.expert_hidden_dim, dim_or(f, p + "expert_feed_forward_length", c.hidden_dim));
     PS_TRY(c.shared_expert_hidden_dim, dim_or(f, p + "expert_shared_feed_forward_length", c.hidden_dim));
-    if (c.n_experts_used > c.n_experts) return fail("expert_used_count exceeds expert_count");
     if (f.find(p + "expert_weights_norm")) PS_TRY(c.norm_topk_prob, f.get_bool(p + "expert_weights_norm"));
   } else if (a.arch == family::llama && f.find(p + "expert_count") && f.get_uint(p + "expert_count").value_or(0) > 0) {
     // Mixtral (and mergekit's MoE merges): llama blocks whose MLP is experts of feed_forward_length
     // (or expert_feed_forward_length), softmax router, top-k weights renormalised as llama.cpp's graph does.
-    PS_TRY(c.n_experts, dim_of(f, p + "expert_count"));
-    PS_TRY(c.n_experts_used, dim_of(f, p + "expert_used_count"));
+    if (auto r = read_expert_counts(f, p, c); !r) return std::unexpected(r.error());
     PS_TRY(c.hidden_dim, dim_of(f, p + "feed_forward_length"));
     PS_TRY(c.expert_hidden_dim, dim_or(f, p + "expert_feed_forward_length", c.hidden_dim));
-    if (c.n_experts_used > c.n_experts) return fail("expert_used_count exceeds expert_count");
     c.norm_topk_prob = true;
   } else {
     PS_TRY(c.hidden_dim, dim_of(f, p + "feed_forward_length"));
