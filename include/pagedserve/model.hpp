@@ -85,6 +85,8 @@ struct expert_weights {
   weight gate;  // [expert_hidden_dim, dim]
   weight up;    // [expert_hidden_dim, dim]
   weight down;  // [dim, expert_hidden_dim]
+
+  std::size_t n_bytes() const { return gate.n_bytes() + up.n_bytes() + down.n_bytes(); }
 };
 
 // Weights of one transformer block. Matrices are [out, in] row-major. Optional parts are null/empty.

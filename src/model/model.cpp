@@ -230,22 +230,21 @@ std::uint64_t model_weight_bytes(const model& m) {
   for (const layer_weights& l : m.layers) {
     for (const weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router, &l.shared_expert_gate})
       bytes += w->n_bytes();
-    l.for_each_expert([&](const expert_weights& e) { bytes += e.gate.n_bytes() + e.up.n_bytes() + e.down.n_bytes(); });
+    l.for_each_expert([&](const expert_weights& e) { bytes += e.n_bytes(); });
   }
   return bytes;
 }
 
 double model_step_weight_bytes(const model& m, int n_tokens) {
   const model_config& c = m.config;
-  const auto bytes = [](const expert_weights& e) { return static_cast<double>(e.gate.n_bytes() + e.up.n_bytes() + e.down.n_bytes()); };
   double total = static_cast<double>(m.classifier.n_bytes());
   for (const layer_weights& l : m.layers) {
     for (const weight* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router, &l.shared_expert_gate})
       total += static_cast<double>(w->n_bytes());
-    if (l.has_shared_expert()) total += bytes(l.shared_expert);
+    if (l.has_shared_expert()) total += static_cast<double>(l.shared_expert.n_bytes());
     if (l.experts.empty()) continue;
     double experts = 0;
-    for (const expert_weights& e : l.experts) experts += bytes(e);
+    for (const expert_weights& e : l.experts) experts += static_cast<double>(e.n_bytes());
     total += experts / static_cast<double>(l.experts.size()) * std::min(n_tokens * c.n_experts_used, c.n_experts);
   }
   return total;
