@@ -329,7 +329,7 @@ std::expected<std::vector<char>, std::string> moe_layers(const fields& f, int n_
   return moe;
 }
 
-// The expert count: num_experts (4.x) or num_local_experts (5.x); both, they must agree.
+// The expert count: num_experts (Qwen 4.x; Mixtral's alias) or num_local_experts (5.x, Mixtral); both, they must agree.
 std::expected<int, std::string> expert_count(const fields& f) {
   const bool old_key = f.get("num_experts").has_value(), new_key = f.get("num_local_experts").has_value();
   if (!old_key && !new_key) return std::unexpected("config.json: missing field 'num_local_experts' (or 'num_experts')");
@@ -473,24 +473,22 @@ std::expected<parsed_config, std::string> config_parse(std::string_view json) {
   p.qk_norm = a->qk_norm;
 
   p.moe_layer.assign(c.n_layers, 0);
-  if (p.arch == family::qwen3_moe || p.arch == family::qwen2_moe) {
+  if (p.arch == family::qwen3_moe || p.arch == family::qwen2_moe || p.arch == family::mixtral) {
     PS_TRY(c.n_experts, expert_count(f));
     PS_TRY(c.n_experts_used, f.dim("num_experts_per_tok"));
-    PS_TRY(c.expert_hidden_dim, f.dim("moe_intermediate_size"));
     if (c.n_experts_used > c.n_experts) return std::unexpected("config.json: num_experts_per_tok exceeds the expert count");
-    PS_TRY(flag, f.opt_bool("norm_topk_prob"));
-    c.norm_topk_prob = flag.value_or(false);
-    PS_TRY(p.moe_layer, moe_layers(f, c.n_layers));
+    if (p.arch == family::mixtral) {  // every layer sparse, experts intermediate_size wide, top-k renormalised
+      PS_TRY(c.expert_hidden_dim, f.dim("intermediate_size"));
+      c.norm_topk_prob = true;
+      p.moe_layer.assign(c.n_layers, 1);
+    } else {
+      PS_TRY(c.expert_hidden_dim, f.dim("moe_intermediate_size"));
+      PS_TRY(flag, f.opt_bool("norm_topk_prob"));
+      c.norm_topk_prob = flag.value_or(false);
+      PS_TRY(p.moe_layer, moe_layers(f, c.n_layers));
+    }
     // Qwen2-MoE: a shared expert beside the routed ones in every MoE layer.
     if (p.arch == family::qwen2_moe) PS_TRY(c.shared_expert_hidden_dim, f.dim("shared_expert_intermediate_size"));
-  }
-  if (p.arch == family::mixtral) {  // every layer sparse, experts intermediate_size wide, top-k renormalised
-    PS_TRY(c.n_experts, f.dim("num_local_experts"));
-    PS_TRY(c.n_experts_used, f.dim("num_experts_per_tok"));
-    PS_TRY(c.expert_hidden_dim, f.dim("intermediate_size"));
-    if (c.n_experts_used > c.n_experts) return std::unexpected("config.json: num_experts_per_tok exceeds the expert count");
-    c.norm_topk_prob = true;
-    p.moe_layer.assign(c.n_layers, 1);
   }
   const bool any_dense = std::find(p.moe_layer.begin(), p.moe_layer.end(), 0) != p.moe_layer.end();
   if (any_dense || f.get("intermediate_size")) PS_TRY(c.hidden_dim, f.dim("intermediate_size"));
