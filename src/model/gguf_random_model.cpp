@@ -82,13 +82,13 @@ void add_metadata(gguf_writer& w, const model_config& c) {
   }
   w.add_f32(a + ".rope.freq_base", c.rope_theta);
   w.add_f32(a + ".attention.layer_norm_rms_epsilon", c.rms_norm_eps);
-  if (c.n_experts > 0 && a == "llama") {  // Mixtral: the experts' width is feed_forward_length
+  if (c.n_experts > 0) {
     u32("expert_count", c.n_experts);
     u32("expert_used_count", c.n_experts_used);
+  }
+  if (c.n_experts > 0 && a == "llama") {  // Mixtral: the experts' width is feed_forward_length
     u32("feed_forward_length", c.expert_hidden_dim);
   } else if (c.n_experts > 0) {
-    u32("expert_count", c.n_experts);
-    u32("expert_used_count", c.n_experts_used);
     u32("expert_feed_forward_length", c.expert_hidden_dim);
     w.add_bool(a + ".expert_weights_norm", c.norm_topk_prob);
     if (c.shared_expert_hidden_dim > 0) u32("expert_shared_feed_forward_length", c.shared_expert_hidden_dim);
